@@ -1,0 +1,1 @@
+"""harmony-ext adapter for SGLang (see issue: SGLang plugin)."""

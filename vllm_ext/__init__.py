@@ -1,0 +1,1 @@
+"""harmony-ext adapter for vLLM (see issue: vLLM request path)."""
