@@ -1,0 +1,93 @@
+"""The events a :class:`~harmony_plugins.StreamParser` emits.
+
+Events are plain data: frozen, slotted dataclasses that compare with ``==`` and can be
+matched with ``match``. They carry no behaviour. Adapters translate them into an engine's
+types; :mod:`harmony_plugins.openai` translates them into OpenAI chat deltas.
+
+The text events of one message may arrive in many pieces (one per delta); concatenating
+them gives the message's text. Do not subclass these classes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningText:
+    """Chain-of-thought text (the ``analysis`` channel, or an unknown channel)."""
+
+    text: str
+    channel: str | None = "analysis"
+
+
+@dataclass(frozen=True, slots=True)
+class ContentText:
+    """User-visible text: the ``final`` answer or a ``commentary`` preamble."""
+
+    text: str
+    channel: str | None = "final"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallBegin:
+    """A call to a declared function; emitted as soon as its header is complete.
+
+    ``index`` counts the calls of one response from 0; ``id`` is unique.
+    """
+
+    index: int
+    id: str
+    name: str
+    channel: str | None = None
+    content_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallArguments:
+    """The next piece of the raw argument text of call ``index``, as the model wrote it."""
+
+    index: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEnd:
+    """Call ``index`` is complete (or cut off); ``arguments`` is its whole argument text.
+
+    ``arguments`` always equals the concatenation of the call's ``ToolCallArguments``.
+    """
+
+    index: int
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfTurn:
+    """The last event of every stream, emitted by ``close()``.
+
+    ``reason`` says what ended the model's turn: ``"return"``, ``"call"``,
+    ``"end_of_text"``, ``"forged_turn"`` or ``"end_of_stream"`` (no stop marker seen).
+    ``finish_reason`` is the OpenAI one: ``"length"``, ``"tool_calls"`` or ``"stop"``.
+    """
+
+    reason: str
+    finish_reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """A contract rule recovered from malformed output.
+
+    ``rule`` names the rule (see :mod:`harmony_plugins.rules`); ``text`` is the model
+    text that the rule dropped, or ``""`` when nothing was dropped.
+    """
+
+    rule: str
+    text: str = ""
+
+
+Event = (
+    ReasoningText | ContentText | ToolCallBegin | ToolCallArguments | ToolCallEnd | EndOfTurn
+    | Recovery
+)
