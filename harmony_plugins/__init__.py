@@ -1,0 +1,44 @@
+"""harmony-ext core: an engine-neutral, incremental parser for gpt-oss (Harmony) output.
+
+Sans-I/O: it imports no engine and does no I/O. See ``docs/core-api.md`` and the README.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from .events import (
+    ContentText,
+    EndOfTurn,
+    Event,
+    ReasoningText,
+    Recovery,
+    ToolCallArguments,
+    ToolCallBegin,
+    ToolCallEnd,
+)
+from .openai import ChatResult
+from .parser import StreamParser, parse_ids, parse_text
+from .vocab import NotHarmonyTokenizer, Vocab
+
+try:
+    __version__ = version("harmony-ext")
+except PackageNotFoundError:  # running from a checkout that was not installed
+    __version__ = "0+unknown"
+
+__all__ = [
+    "ChatResult",
+    "ContentText",
+    "EndOfTurn",
+    "Event",
+    "NotHarmonyTokenizer",
+    "ReasoningText",
+    "Recovery",
+    "StreamParser",
+    "ToolCallArguments",
+    "ToolCallBegin",
+    "ToolCallEnd",
+    "Vocab",
+    "parse_ids",
+    "parse_text",
+]

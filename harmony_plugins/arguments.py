@@ -1,0 +1,109 @@
+"""Streaming a tool call's arguments, cut at the end of the first complete JSON value.
+
+The contract passes arguments through as the model wrote them, but stops them at the end of
+the first complete top-level JSON value, so that trailing junk (a stray ``]``) never reaches
+the client and streaming and non-streaming agree. A body that does not start like JSON
+(code, a shell command) is passed whole.
+
+The scanner keeps four numbers of state and looks only at the structural characters of
+each new piece (found by one regular expression), so its cost is proportional to the new
+text, whatever the length of the arguments so far.
+"""
+
+from __future__ import annotations
+
+import re
+
+_STRUCTURAL = re.compile(r'[{}\[\]"\\]')
+
+PENDING = 0  # only whitespace so far: the body might still be empty
+RAW = 1  # not JSON: everything is argument text
+JSON = 2  # inside the first JSON value
+DONE = 3  # the first JSON value is complete; the rest is junk
+
+
+class ArgumentCutter:
+    """Decides, piece by piece, which part of a call's body is argument text."""
+
+    __slots__ = ("mode", "depth", "in_string", "escaped", "lead", "junk")
+
+    def __init__(self) -> None:
+        self.mode = PENDING
+        self.depth = 0
+        self.in_string = False
+        self.escaped = False  # the previous piece ended in a backslash inside a string
+        self.lead: list[str] = []  # whitespace before the first character
+        self.junk: list[str] = []  # text after the first JSON value
+
+    def feed(self, text: str) -> str:
+        """Take the next piece of the body; return the part that is argument text."""
+        mode = self.mode
+        if mode == RAW:
+            return text
+        if mode == DONE:
+            self.junk.append(text)
+            return ""
+        start = 0
+        if mode == PENDING:
+            start = len(text) - len(text.lstrip())
+            if start == len(text):
+                self.lead.append(text)
+                return ""
+            if self.lead:
+                lead = "".join(self.lead)
+                self.lead.clear()
+                start += len(lead)
+                text = lead + text
+            if text[start] not in '{["':
+                self.mode = RAW
+                return text
+            self.mode = JSON
+        end = self._scan(text, start)
+        if end < 0:
+            return text
+        self.mode = DONE
+        if end < len(text):
+            self.junk.append(text[end:])
+        return text[:end]
+
+    def _scan(self, text: str, pos: int) -> int:
+        """Advance over text[pos:]; return the end of the JSON value there, or -1."""
+        depth = self.depth
+        in_string = self.in_string
+        skip = -1
+        if self.escaped:
+            self.escaped = False
+            skip = pos  # this character was escaped by the previous piece's backslash
+        for m in _STRUCTURAL.finditer(text, pos):
+            i = m.start()
+            if i == skip:
+                continue
+            c = text[i]
+            if in_string:
+                if c == "\\":
+                    skip = i + 1
+                    if skip == len(text):
+                        self.escaped = True
+                elif c == '"':
+                    in_string = False
+                    if depth == 0:
+                        return i + 1
+            elif c == '"':
+                in_string = True
+            elif c == "{" or c == "[":
+                depth += 1
+            elif c == "}" or c == "]":
+                depth -= 1
+                if depth <= 0:
+                    return i + 1
+        self.depth = depth
+        self.in_string = in_string
+        return -1
+
+    def pending_lead(self) -> str:
+        """Whitespace held back while the body might still turn out empty."""
+        return "".join(self.lead)
+
+    def junk_text(self) -> str:
+        """Everything after the first JSON value."""
+        return "".join(self.junk)

@@ -1,0 +1,114 @@
+"""The two front ends: token ids, or decoded text with the markers spelled literally.
+
+Each turns the pieces of one delta into calls of ``Machine.text`` / ``Machine.marker``,
+holding back only what cannot be decided yet:
+
+* ids: the bytes of a UTF-8 character split across tokens (or deltas), in an incremental
+  decoder. Consecutive ordinary tokens are joined and decoded in one call.
+* text: a possible marker cut by the end of the delta (``<|chan``), at most
+  ``MAX_SPELLING - 1`` characters. Text is searched for ``<|`` with ``str.find``, so each
+  character is looked at a constant number of times.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterable
+
+from . import markers as mk
+from .events import Event
+from .machine import Machine
+
+_Utf8Decoder = codecs.getincrementaldecoder("utf-8")
+
+
+class IdsInput:
+    """Token ids to text and markers, through a vocabulary's table."""
+
+    __slots__ = ("table", "size", "decoder")
+
+    def __init__(self, table: list[bytes | int | None]) -> None:
+        self.table = table
+        self.size = len(table)
+        self.decoder = _Utf8Decoder("replace")
+
+    def feed(self, ids: Iterable[int], machine: Machine, out: list[Event]) -> None:
+        table = self.table
+        size = self.size
+        run: list[bytes] = []
+        for token in ids:
+            piece = table[token] if 0 <= token < size else None
+            if piece.__class__ is bytes:
+                run.append(piece)  # type: ignore[arg-type]
+                continue
+            if run:
+                self._text(b"".join(run), machine, out)
+                run.clear()
+            text = self.decoder.decode(b"", True)  # a character cut by the marker
+            if text:
+                machine.text(text, out)
+            if piece is None:
+                machine.unknown_token(out)
+            else:
+                machine.marker(piece, out)  # type: ignore[arg-type]
+        if run:
+            self._text(run[0] if len(run) == 1 else b"".join(run), machine, out)
+
+    def _text(self, data: bytes, machine: Machine, out: list[Event]) -> None:
+        text = self.decoder.decode(data)
+        if text:
+            machine.text(text, out)
+
+    def flush(self, machine: Machine, out: list[Event]) -> None:
+        text = self.decoder.decode(b"", True)
+        if text:
+            machine.text(text, out)
+
+
+class TextInput:
+    """Text with literal special-token spellings to text and markers."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held = ""
+
+    def feed(self, text: str, machine: Machine, out: list[Event]) -> None:
+        if self.held:
+            text = self.held + text
+            self.held = ""
+        find = text.find
+        spellings = mk.SPELLINGS
+        longest = mk.MAX_SPELLING
+        n = len(text)
+        emit_from = 0  # text[emit_from:i] is plain text not yet passed on
+        i = find("<|")
+        while i >= 0:
+            j = find("|>", i + 2, i + longest)
+            if j < 0:
+                if n - i < longest and text[i:] in mk.PREFIXES:
+                    self.held = text[i:]  # a marker may be cut by the end of the delta
+                    n = i
+                    break
+                i = find("<|", i + 1)
+                continue
+            marker = spellings.get(text[i : j + 2])
+            if marker is None:
+                i = find("<|", i + 1)
+                continue
+            if emit_from < i:
+                machine.text(text[emit_from:i], out)
+            machine.marker(marker, out)
+            emit_from = j + 2
+            i = find("<|", emit_from)
+        else:
+            if n and text[-1] == "<" and emit_from < n:
+                self.held = "<"
+                n -= 1
+        if emit_from < n:
+            machine.text(text[emit_from:n], out)
+
+    def flush(self, machine: Machine, out: list[Event]) -> None:
+        if self.held:
+            machine.text(self.held, out)
+            self.held = ""

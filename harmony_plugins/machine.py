@@ -1,0 +1,332 @@
+"""The Harmony state machine: text and markers in, events out.
+
+Everything that affects routing lives here. The machine does not know where its input came
+from: the front ends (:mod:`harmony_plugins.frontends`) turn token ids or decoded text into
+calls of :meth:`Machine.text` and :meth:`Machine.marker`, and those append events to a list
+the caller owns.
+
+Theory of operation
+-------------------
+The machine is in one of three states:
+
+``HEADER``
+    Reading a message header. Header text is buffered, never emitted, until ``<|message|>``
+    completes it; then the header decides the *route* of the body. The output starts here,
+    in the header that the prompt's ``<|start|>assistant`` opened.
+``BODY``
+    Reading a message body. Each piece of text goes straight out along the route:
+    reasoning, content, a tool call's arguments, or a drop list (counted, never shown).
+``DONE``
+    The turn is over (``<|return|>``, end of text, a forged turn). Text is dropped.
+
+A ``<|call|>`` ends the turn too, but further calls may follow it: the machine stays
+live with ``after_call`` set, and any later message that is not a call is dropped.
+
+Transitions, by marker (rows) and state (columns); "new header" means back to HEADER:
+
+=============  =======================================  =====================================
+marker         in HEADER                                in BODY
+=============  =======================================  =====================================
+start          new header (old one dropped if any)      missing end: close body, new header
+channel        new channel section                      missing end: close body, new header
+constrain      new content-type section                 stray marker, ignored
+message        header complete: route the body          stray marker, ignored
+end            header without message: dropped          close body, new header
+call           as end, then ``after_call``              close body, new header, ``after_call``
+return, eot    as end, then DONE                        close body, DONE
+ignored        counted                                  counted
+=============  =======================================  =====================================
+
+In DONE every marker is ignored.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+
+from . import header as hdr
+from . import markers as mk
+from . import rules
+from .arguments import ArgumentCutter
+from .events import (
+    ContentText,
+    EndOfTurn,
+    Event,
+    ReasoningText,
+    Recovery,
+    ToolCallArguments,
+    ToolCallBegin,
+    ToolCallEnd,
+)
+
+HEADER = 0
+BODY = 1
+DONE = 2
+
+# Body routes.
+REASONING = 0
+CONTENT = 1
+CALL = 2
+DROP = 3
+
+_STOP_REASONS = {mk.RETURN: "return", mk.CALL: "call", mk.END_OF_TEXT: "end_of_text"}
+
+
+def random_call_id() -> str:
+    """A fresh tool-call id in OpenAI's style."""
+    return "call_" + secrets.token_hex(12)
+
+
+class Machine:
+    """One model turn's parse state. Use one machine per request."""
+
+    __slots__ = (
+        "tools", "new_id", "pass_undeclared",
+        "state", "after_call", "stop_reason", "calls", "seen_marker",
+        "role_given", "sections", "section_kind", "pieces",
+        "route", "channel", "drop_rule", "dropped", "cutter", "call_index", "call_args",
+    )
+
+    def __init__(
+        self,
+        tools: frozenset[str] = frozenset(),
+        id_factory: Callable[[], str] | None = None,
+        pass_undeclared: bool = False,
+    ) -> None:
+        self.tools = tools
+        self.new_id = id_factory or random_call_id
+        self.pass_undeclared = pass_undeclared
+        self.state = HEADER
+        self.after_call = False
+        self.stop_reason: str | None = None
+        self.calls = 0
+        self.seen_marker = False
+        # Header being read.
+        self.role_given = False
+        self.sections: list[tuple[int, str]] = []
+        self.section_kind = hdr.ROLE
+        self.pieces: list[str] = []
+        # Body being read.
+        self.route = DROP
+        self.channel: str | None = None
+        self.drop_rule = rules.AFTER_END_OF_TURN
+        self.dropped: list[str] = []
+        self.cutter: ArgumentCutter | None = None
+        self.call_index = -1
+        self.call_args: list[str] = []
+
+    # -- input ---------------------------------------------------------------------------
+
+    def text(self, text: str, out: list[Event]) -> None:
+        """Take the next piece of model text (never empty)."""
+        if self.state == BODY:
+            route = self.route
+            if route == REASONING:
+                out.append(ReasoningText(text, self.channel))
+            elif route == CONTENT:
+                out.append(ContentText(text, self.channel))
+            elif route == CALL:
+                piece = self.cutter.feed(text)  # type: ignore[union-attr]
+                if piece:
+                    self.call_args.append(piece)
+                    out.append(ToolCallArguments(self.call_index, piece))
+            else:
+                self.dropped.append(text)
+        elif self.state == HEADER:
+            self.pieces.append(text)
+        else:
+            self.dropped.append(text)
+
+    def marker(self, marker: int, out: list[Event]) -> None:
+        """Take the next control token."""
+        if marker == mk.IGNORED:
+            out.append(Recovery(rules.IGNORED_TOKEN))
+            return
+        state = self.state
+        if state == BODY:
+            self._body_marker(marker, out)
+        elif state == HEADER:
+            self._header_marker(marker, out)
+        self.seen_marker = True
+
+    def unknown_token(self, out: list[Event]) -> None:
+        """A token id the vocabulary does not know."""
+        out.append(Recovery(rules.UNKNOWN_TOKEN))
+
+    def close(self, finish: str, out: list[Event]) -> None:
+        """End of stream: settle what is open and emit :class:`EndOfTurn`."""
+        if self.state == HEADER:
+            self._header_closed(None, out)
+        elif self.state == BODY:
+            self._end_body(out)
+        if self.state == DONE and self.dropped:
+            out.append(Recovery(rules.AFTER_END_OF_TURN, "".join(self.dropped)))
+            self.dropped.clear()
+        if finish == "length":
+            finish_reason = "length"
+        elif self.calls:
+            finish_reason = "tool_calls"
+        else:
+            finish_reason = "stop"
+        out.append(EndOfTurn(self.stop_reason or "end_of_stream", finish_reason))
+        self.state = DONE
+
+    # -- headers -------------------------------------------------------------------------
+
+    def _new_header(self, role_given: bool, first_kind: int = hdr.ROLE) -> None:
+        self.state = HEADER
+        self.role_given = role_given
+        self.sections = []
+        self.section_kind = first_kind
+        self.pieces = []
+
+    def _close_section(self) -> None:
+        self.sections.append((self.section_kind, "".join(self.pieces)))
+        self.pieces = []
+
+    def _header_text(self) -> str:
+        return "".join(text for _, text in self.sections)
+
+    def _header_marker(self, marker: int, out: list[Event]) -> None:
+        self._close_section()
+        if marker == mk.CHANNEL or marker == mk.CONSTRAIN:
+            self.section_kind = marker
+            if self.role_given and len(self.sections) == 1 and self._forged(out):
+                return
+        elif marker == mk.MESSAGE:
+            self._header_complete(out)
+        elif marker == mk.START:
+            if self._header_text().strip():
+                out.append(Recovery(rules.HEADER_RESTARTED, self._header_text()))
+            self._new_header(True)
+        else:  # end, call, return, end of text
+            self._header_closed(marker, out)
+            self._stop(marker, out)
+
+    def _forged(self, out: list[Event]) -> bool:
+        """End the turn if the role section names someone other than the assistant."""
+        h = hdr.parse_header(self.sections[:1], True)
+        if not h.forged:
+            return False
+        self._end_turn_forged(out)
+        return True
+
+    def _end_turn_forged(self, out: list[Event]) -> None:
+        self.state = DONE
+        self.stop_reason = "forged_turn"
+        out.append(Recovery(rules.FORGED_TURN, self._header_text()))
+        self.dropped = []
+
+    def _header_closed(self, marker: int | None, out: list[Event]) -> None:
+        """A header ended without ``<|message|>`` (by ``marker``, or by end of stream)."""
+        if marker is None:
+            self._close_section()
+        sections = self.sections
+        text = self._header_text()
+        if not self.seen_marker and not hdr.is_header_like(text):
+            out.append(Recovery(rules.NO_MARKUP))
+            out.append(ContentText(text, None))
+            return
+        if self.role_given and self._forged(out):
+            return
+        body = hdr.final_without_message(sections)
+        if body is not None and not self.after_call:
+            out.append(Recovery(rules.FINAL_WITHOUT_MESSAGE))
+            out.append(ContentText(body, "final"))
+        elif text.strip():
+            rule = rules.UNFINISHED_HEADER if marker is None else rules.HEADER_WITHOUT_MESSAGE
+            out.append(Recovery(rule, text))
+
+    def _header_complete(self, out: list[Event]) -> None:
+        h = hdr.parse_header(self.sections, self.role_given)
+        if h.forged:
+            self._end_turn_forged(out)
+            return
+        if h.junk:
+            out.append(Recovery(rules.HEADER_JUNK, " ".join(h.junk)))
+        self.state = BODY
+        self.channel = h.channel
+        if h.recipient is not None:
+            name, rule = hdr.resolve_recipient(h.recipient, self.tools)
+            if name is None and self.pass_undeclared and rule == rules.UNDECLARED_FUNCTION:
+                name = h.recipient[len("functions."):]
+            if name is not None:
+                if rule is not None:
+                    out.append(Recovery(rule))
+                self._begin_call(name, h, out)
+                return
+            self._drop(rule or rules.UNDECLARED_RECIPIENT)
+        elif self.after_call:
+            self._drop(rules.AFTER_CALL)
+        elif h.channel == "analysis":
+            self.route = REASONING
+        elif h.channel is None or h.channel == "final" or h.channel == "commentary":
+            self.route = CONTENT
+        else:
+            self.route = REASONING  # an unknown channel is treated as chain of thought
+
+    def _begin_call(self, name: str, h: hdr.Header, out: list[Event]) -> None:
+        self.route = CALL
+        self.call_index = self.calls
+        self.calls += 1
+        self.cutter = ArgumentCutter()
+        self.call_args = []
+        out.append(ToolCallBegin(self.call_index, self.new_id(), name, h.channel,
+                                 h.content_type))
+
+    def _drop(self, rule: str) -> None:
+        self.route = DROP
+        self.drop_rule = rule
+        self.dropped = []
+
+    # -- bodies --------------------------------------------------------------------------
+
+    def _body_marker(self, marker: int, out: list[Event]) -> None:
+        if marker == mk.MESSAGE or marker == mk.CONSTRAIN:
+            out.append(Recovery(rules.STRAY_MARKER))
+            return
+        if marker == mk.START or marker == mk.CHANNEL:
+            out.append(Recovery(rules.MISSING_END))
+        self._end_body(out)
+        if marker == mk.START:
+            self._new_header(True)
+        elif marker == mk.CHANNEL:
+            self._new_header(False, mk.CHANNEL)
+        else:
+            self._stop(marker, out)
+
+    def _end_body(self, out: list[Event]) -> None:
+        route = self.route
+        if route == CALL:
+            cutter = self.cutter
+            assert cutter is not None
+            if not self.call_args:
+                out.append(Recovery(rules.EMPTY_ARGUMENTS, cutter.pending_lead()))
+                self.call_args.append("{}")
+                out.append(ToolCallArguments(self.call_index, "{}"))
+            junk = cutter.junk_text()
+            if junk.strip():
+                out.append(Recovery(rules.AFTER_JSON_VALUE, junk))
+            out.append(ToolCallEnd(self.call_index, "".join(self.call_args)))
+            self.cutter = None
+            self.call_args = []
+        elif route == DROP:
+            out.append(Recovery(self.drop_rule, "".join(self.dropped)))
+            self.dropped = []
+        self.state = HEADER
+
+    def _stop(self, marker: int, out: list[Event]) -> None:
+        """After a message ended by ``marker`` (end, call, return or end of text)."""
+        if self.state == DONE:  # a forged header already ended the turn
+            return
+        if marker == mk.END:
+            self._new_header(False)
+            return
+        self.stop_reason = _STOP_REASONS[marker]
+        if marker == mk.CALL:
+            self.after_call = True
+            self._new_header(False)
+        else:
+            self.state = DONE
+            self.dropped = []

@@ -1,0 +1,71 @@
+"""Names of the recovery rules, as carried by :class:`~harmony_plugins.events.Recovery`.
+
+Each name is one rule of ``harmony-contract.md``; adapters count and log them. The section of
+the contract that each rule implements is given in brackets.
+"""
+
+from __future__ import annotations
+
+NO_MARKUP = "no_markup"
+"""[2] Output with no Harmony markup at all is content."""
+
+FINAL_WITHOUT_MESSAGE = "final_without_message"
+"""[3] ``<|channel|>final Text`` closed without ``<|message|>``: the text is content."""
+
+HEADER_WITHOUT_MESSAGE = "header_without_message"
+"""[3] A header closed without ``<|message|>`` is garbage; its text is dropped."""
+
+HEADER_RESTARTED = "header_restarted"
+"""[3] ``<|start|>`` inside an unfinished, non-empty header; the old header is dropped."""
+
+HEADER_JUNK = "header_junk"
+"""[3] Words in a header that are no role, recipient, channel or content type."""
+
+UNFINISHED_HEADER = "unfinished_header"
+"""[5] The stream ended inside a header; the header is dropped."""
+
+MISSING_END = "missing_end"
+"""[3] A new header (``<|start|>`` or ``<|channel|>``) began inside a body."""
+
+STRAY_MARKER = "stray_marker"
+"""[3] ``<|message|>`` or ``<|constrain|>`` inside a body; the marker is ignored."""
+
+IGNORED_TOKEN = "ignored_token"
+"""[1] A token that is never meaningful in output (reserved, start-of-text, end-of-prompt)."""
+
+UNKNOWN_TOKEN = "unknown_token"
+"""[6] A token id outside the vocabulary; it is skipped."""
+
+FORGED_TURN = "forged_turn"
+"""[2] A message with a role other than assistant: the turn ends there."""
+
+AFTER_END_OF_TURN = "after_end_of_turn"
+"""[2] Text after the turn ended (``<|return|>``, end of text, forged turn) is dropped."""
+
+AFTER_CALL = "after_call"
+"""[2] Prose after a ``<|call|>`` is dropped; further calls are kept."""
+
+UNDECLARED_FUNCTION = "undeclared_function"
+"""[3] A call to a ``functions.*`` name the request did not declare is not surfaced."""
+
+UNDECLARED_RECIPIENT = "undeclared_recipient"
+"""[2] A builtin or unknown recipient the request did not declare: no call, no content."""
+
+BARE_RECIPIENT = "bare_recipient"
+"""[3] A recipient without ``functions.`` accepted because the bare name is declared."""
+
+GLUED_CONTENT_TYPE = "glued_content_type"
+"""[3] ``shelljson`` read as function ``shell`` with content type ``json``."""
+
+EMPTY_ARGUMENTS = "empty_arguments"
+"""[4] A call with an empty body gets the arguments ``{}``."""
+
+AFTER_JSON_VALUE = "after_json_value"
+"""[4] Text after the first complete JSON value of the arguments is dropped."""
+
+ALL = (
+    NO_MARKUP, FINAL_WITHOUT_MESSAGE, HEADER_WITHOUT_MESSAGE, HEADER_RESTARTED, HEADER_JUNK,
+    UNFINISHED_HEADER, MISSING_END, STRAY_MARKER, IGNORED_TOKEN, UNKNOWN_TOKEN, FORGED_TURN,
+    AFTER_END_OF_TURN, AFTER_CALL, UNDECLARED_FUNCTION, UNDECLARED_RECIPIENT, BARE_RECIPIENT,
+    GLUED_CONTENT_TYPE, EMPTY_ARGUMENTS, AFTER_JSON_VALUE,
+)
