@@ -1,0 +1,405 @@
+"""The offline o200k_harmony builds agree with openai-harmony, tiktoken and each other."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+REPO = Path(__file__).resolve().parents[1]
+try:
+    from harmony_plugins import o200k
+except ModuleNotFoundError:  # run from a checkout that is not installed
+    sys.path.insert(0, str(REPO))
+    from harmony_plugins import o200k
+
+# From docs/tokenizer.md: real gpt-oss output and its exact text.
+KNOWN_IDS = [
+    200005, 35644, 200008, 1844, 31064, 25, 392, 4827, 382, 220, 17, 659, 220, 17, 16842,
+    12295, 81645, 13, 51441, 6052, 13, 200007, 200006, 173781, 200005, 17196, 200008, 17, 659,
+    220, 17, 314, 220, 19, 13, 200002,
+]  # fmt: skip
+KNOWN_TEXT = (
+    '<|channel|>analysis<|message|>User asks: "What is 2 + 2?" Simple arithmetic. Provide'
+    " answer.<|end|><|start|>assistant<|channel|>final<|message|>2 + 2 = 4.<|return|>"
+)
+
+# The specials a HF tokenizer of gpt-oss declares (ids 199998..200018); to it the higher
+# reserved spellings are plain text, so tiktoken is told the same.
+HF_SPECIALS = {s for s, i in o200k.O200K_HARMONY_SPECIALS.items() if i < 200_019}
+assert len(HF_SPECIALS) == 21
+
+
+def tt_encode_like_hf(tt, text: str) -> list[int]:
+    return tt.encode(text, allowed_special=HF_SPECIALS, disallowed_special=())
+
+
+def _corpus() -> list[str]:
+    """A few hundred strings: hand-picked edge cases plus seeded random mixtures."""
+    fixed = [
+        "",
+        " ",
+        "hello world",
+        "Hello, World! HELLO world. hELLO",
+        "I'm sure they'll say we've done it; she'd know. DON'T STOP. It'S",
+        "don\u2019t curly apostrophe",
+        "1 12 123 1234 12345 123456789 3.14159 -42 1e10 0x1F 1,000,000",
+        "\u00bd \u2155 \u0661\u0662\u0663 \u2460\u2461",  # other numerals
+        "\u4eca\u5929\u5929\u6c14\u5f88\u597d\u3002\u6211\u4eec\u53bb\u516c\u56ed\u5427\uff01",
+        "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8\u3001\u30ab\u30bf\u30ab\u30ca\u3082",
+        "\ud55c\uad6d\uc5b4 \ubb38\uc7a5\uc785\ub2c8\ub2e4.",
+        "\u041f\u0440\u0438\u0432\u0435\u0442, \u043c\u0438\u0440! "
+        "\u0420\u0423\u0421\u0421\u041a\u0418\u0419",
+        "\u0645\u0631\u062d\u0628\u0627 \u0628\u0627\u0644\u0639\u0627\u0644\u0645",
+        "\u0928\u092e\u0938\u094d\u0924\u0947 \u0926\u0941\u0928\u093f\u092f\u093e",
+        "\u0e2a\u0e27\u0e31\u0e2a\u0e14\u0e35\u0e04\u0e23\u0e31\u0e1a",
+        "\u00c9cole fran\u00e7aise, na\u00efve caf\u00e9 \u2014 \u00abguillemets\u00bb",
+        "e\u0301 combining acute, \u0041\u030a ring",
+        "\U0001f600\U0001f680\U0001f44d\U0001f3fd \U0001f468\u200d\U0001f469\u200d\U0001f467",
+        "\U0001f1fa\U0001f1f8 flags \U0001f1ef\U0001f1f5 and \u2764\ufe0f",
+        "def f(x):\n    return x ** 2  # square\n\n\nclass A:\n\tpass\n",
+        'fn main() { println!("{}", 1 + 2); }\r\n',
+        '<div class="a">&nbsp;</div>\n<!-- c -->',
+        '{"a": [1, 2, {"b": null}], "c": "d\\n"}',
+        "SELECT * FROM t WHERE x >= 10 AND y <> 'z';",
+        "https://example.com/a/b?c=d&e=f#g //comment /* block */",
+        "a\n\nb\r\n\r\nc\n \n d",
+        "   leading and trailing   ",
+        "\t\t\ttabs\t \t mixed",
+        "x" + " " * 40 + "y",
+        "\n" * 12,
+        " \n" * 7,
+        "line one  \n  line two\u00a0nbsp\u2003em\u3000ideographic",
+        "\u200b\u200c\u200d\ufeff zero widths",
+        "\x00\x01\x1f\x7f control chars",
+        "!!!???...,,,;;;:::---___===+++***&&&^^^%%%$$$###@@@",
+        "a/b//c///d\n/\n//\n",
+        "CamelCaseWordsAndXMLHttpRequest getHTTPResponseCode",
+        "\u01c5 \u01c8 titlecase \u02b0 modifier \u05d0 lo",
+        "Mixed\u4e2d\u6587English\u65e5\u672c123\U0001f600end",
+        KNOWN_TEXT,
+        "text <|start|>user<|message|>hi<|end|> more <|call|><|constrain|>json",
+        "<|startoftext|><|endoftext|><|reserved_200000|> <|reserved_200001|>",
+        "<|reserved_200017|><|reserved_200019|> <|reserved_201087|>",
+        "not special: <|startoftext| <start> |> <||>",
+    ]
+    pools = [
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ",
+        "0123456789.,-+ ",
+        " \t\n\r\u00a0\u3000\u2028\x0b\x0c",
+        "'sStTrReEvVmMlLdD' ",
+        "\u4e00\u4e8c\u4e09\u4eba\u5927\u5929\u4e2d\u6587\u5b57\u3002\uff0c",
+        "\u3042\u3044\u3046\u30a2\u30a4\u30a6\u30fc\u3001",
+        "\u0430\u0431\u0432\u0413\u0414\u0415\u0451\u0401",
+        "\U0001f600\U0001f601\u200d\U0001f44d\U0001f3fb\ufe0f\u2764",
+        '(){}[]<>=!?;:#"/\\|&*^%$@`~_',
+        "\u00e9\u00e8\u00ea\u00c9\u0301\u0308\u00df\u00f1\u00d1",
+    ]
+    rng = random.Random(20240805)
+    generated = []
+    for _ in range(260):
+        chosen = rng.sample(pools, rng.randint(1, 4))
+        alphabet = "".join(chosen)
+        generated.append("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 60))))
+    return fixed + generated
+
+
+CORPUS = _corpus()
+
+# Text drawn by hypothesis: arbitrary unicode (no surrogates), plus skewed alphabets that
+# stress the split regex (whitespace runs, contractions, digits, mixed scripts).
+TEXT = st.one_of(
+    st.text(max_size=80),
+    st.text(
+        alphabet=st.sampled_from(list(" \t\n\r\u00a0'sStdDlLvV19aZ\u4e2d\u00e9\U0001f600.,/")),
+        max_size=80,
+    ),
+    st.text(alphabet=st.characters(codec="utf-8", categories=["Z", "Cc", "P", "N"])),
+)
+HYPOTHESIS = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    database=None,
+)
+
+
+@pytest.fixture(scope="session")
+def harmony():
+    from openai_harmony import HarmonyEncodingName, load_harmony_encoding
+
+    return load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+
+
+@pytest.fixture(scope="session")
+def tt():
+    return o200k.tiktoken_encoding()
+
+
+@pytest.fixture(scope="session")
+def hf_dir(tmp_path_factory) -> Path:
+    return o200k.write_hf_tokenizer(tmp_path_factory.mktemp("o200k_hf"))
+
+
+@pytest.fixture(scope="session")
+def hf(hf_dir):
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(hf_dir / "tokenizer.json"))
+
+
+# --- vocabulary file ---------------------------------------------------------------------
+
+
+def test_pieces_count_and_shape():
+    pieces = o200k.o200k_base_pieces()
+    assert len(pieces) == 199_998 == o200k.O200K_BASE_SIZE
+    assert len(set(pieces)) == len(pieces)
+    assert {bytes([b]) for b in range(256)} <= set(pieces)  # byte-level: every byte is a token
+    assert pieces[0] == b"!" and pieces[220] == b" " and pieces[13] == b"."
+
+
+def test_pieces_are_a_fresh_copy():
+    pieces = o200k.o200k_base_pieces()
+    pieces[0] = b"changed"
+    assert o200k.o200k_base_pieces()[0] == b"!"
+
+
+def test_tiktoken_file_matches_official_hash(tmp_path):
+    data = o200k.tiktoken_file_bytes()
+    assert len(data) == 3_613_922
+    assert hashlib.sha256(data).hexdigest() == o200k.O200K_BASE_SHA256
+    assert data.startswith(b"IQ== 0\n") and data.count(b"\n") == 199_998
+    path = o200k.write_tiktoken_file(tmp_path / "sub" / "o200k_base.tiktoken")
+    assert path == tmp_path / "sub" / "o200k_base.tiktoken"
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == o200k.O200K_BASE_SHA256
+    assert [p.name for p in path.parent.iterdir()] == ["o200k_base.tiktoken"]  # no temp left
+
+
+def test_write_tiktoken_file_refuses_a_wrong_hash(tmp_path, monkeypatch):
+    monkeypatch.setattr(o200k, "O200K_BASE_SHA256", "0" * 64)
+    with pytest.raises(RuntimeError, match="sha256"):
+        o200k.write_tiktoken_file(tmp_path / "x.tiktoken")
+    assert not list(tmp_path.iterdir())
+
+
+def _vocab_file(entries: list[tuple[bytes, int]], count: int | None = None) -> bytes:
+    out = struct.pack("<I", len(entries) if count is None else count)
+    for piece, rank in entries:
+        out += struct.pack("<H", len(piece)) + piece + struct.pack("<I", rank)
+    return out
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        _vocab_file([(b"a", 0), (b"b", 1)]),  # wrong count
+        _vocab_file([(b"a", 0)], count=199_998),  # truncated
+        b"\x01\x02",  # too short for the header
+    ],
+    ids=["wrong-count", "truncated", "no-header"],
+)
+def test_malformed_vocab_file_raises_naming_the_package(tmp_path, content):
+    path = tmp_path / "o200k.vocab"
+    path.write_bytes(content)
+    with pytest.raises(RuntimeError, match="quicktok-v1"):
+        o200k._read_pieces(path)
+
+
+def test_repeated_rank_is_rejected(tmp_path, monkeypatch):
+    monkeypatch.setattr(o200k, "O200K_BASE_SIZE", 3)
+    path = tmp_path / "o200k.vocab"
+    path.write_bytes(_vocab_file([(b"a", 0), (b"b", 1), (b"c", 1)]))
+    with pytest.raises(RuntimeError, match="rank 1"):
+        o200k._read_pieces(path)
+    path.write_bytes(_vocab_file([(b"a", 0), (b"b", 1), (b"c", 2)]))
+    assert o200k._read_pieces(path) == (b"a", b"b", b"c")
+
+
+def test_missing_vocab_file_raises_naming_the_package(tmp_path):
+    with pytest.raises(RuntimeError, match="quicktok-v1"):
+        o200k._read_pieces(tmp_path / "absent.vocab")
+
+
+def test_vocab_is_found_without_importing_quicktok_tiktoken_or_tokenizers():
+    code = (
+        "import sys; from harmony_plugins import o200k; o200k.o200k_base_pieces(); "
+        "o200k.tiktoken_file_bytes(); "
+        "print(sorted(m for m in ('quicktok', 'tiktoken', 'tokenizers') if m in sys.modules))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
+# --- specials and the known sequence ---------------------------------------------------------
+
+
+def test_specials_table():
+    specials = o200k.O200K_HARMONY_SPECIALS
+    assert list(specials.values()) == list(range(199_998, 201_088))
+    assert specials["<|return|>"] == 200_002 and specials["<|call|>"] == 200_012
+    assert specials["<|endofprompt|>"] == 200_018
+    assert "<|reserved_200018|>" not in specials
+    assert specials["<|reserved_200004|>"] == 200_004
+    assert specials["<|reserved_201087|>"] == 201_087
+    assert len(specials) == 1090
+
+
+def test_known_sequence_decodes_to_the_documented_text(tt, harmony):
+    pieces = o200k.o200k_base_pieces()
+    names = {i: s.encode() for s, i in o200k.O200K_HARMONY_SPECIALS.items()}
+    text = b"".join(names[i] if i in names else pieces[i] for i in KNOWN_IDS).decode()
+    assert text == KNOWN_TEXT
+    assert tt.decode(KNOWN_IDS) == KNOWN_TEXT
+    assert tt.encode(KNOWN_TEXT, allowed_special="all") == KNOWN_IDS
+    assert harmony.encode(KNOWN_TEXT, allowed_special="all") == KNOWN_IDS
+
+
+def _harmony_specials(harmony) -> dict[str, int]:
+    out = {}
+    for name in harmony.special_tokens_set:
+        ids = harmony.encode(name, allowed_special="all")
+        assert len(ids) == 1, name
+        out[name] = ids[0]
+    return out
+
+
+def test_specials_agree_with_openai_harmony(harmony):
+    """openai-harmony names 200018 `<|reserved_200018|>` and also declares id 201088."""
+    theirs = _harmony_specials(harmony)
+    ours = dict(o200k.O200K_HARMONY_SPECIALS)
+    del ours["<|endofprompt|>"]
+    ours["<|reserved_200018|>"] = 200_018
+    extra = {"<|reserved_201088|>": 201_088}  # past the model's 201,088 rows
+    assert theirs == ours | extra
+    assert harmony.decode_utf8([200_018]) == "<|reserved_200018|>"
+    assert set(harmony.stop_tokens()) == {200_002, 200_007, 200_012}
+
+
+def test_specials_agree_with_our_tiktoken_encoding(tt):
+    assert tt.name == "o200k_harmony"
+    assert tt.n_vocab == 201_088
+    assert tt.special_tokens_set == set(o200k.O200K_HARMONY_SPECIALS)
+    for name, i in o200k.O200K_HARMONY_SPECIALS.items():
+        assert tt.encode_single_token(name) == i
+        assert tt.decode_single_token_bytes(i) == name.encode()
+
+
+def test_tiktoken_registry_loads_offline_and_agrees(tmp_path, monkeypatch, tt):
+    """Our file under TIKTOKEN_CACHE_DIR makes tiktoken's own o200k_harmony load offline;
+    its regex equals our copy and it encodes identically (it also accepts
+    `<|reserved_200018|>` as a second spelling of 200018)."""
+    import tiktoken
+
+    o200k.write_tiktoken_file(tmp_path / o200k.TIKTOKEN_CACHE_NAME)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    theirs = tiktoken.get_encoding("o200k_harmony")
+    assert theirs._pat_str == o200k.O200K_PAT_STR
+    assert theirs.special_tokens_set == set(o200k.O200K_HARMONY_SPECIALS) | {"<|reserved_200018|>"}
+    assert theirs.encode_batch(CORPUS, allowed_special="all") == tt.encode_batch(
+        CORPUS, allowed_special="all"
+    )
+
+
+# --- encoding agreement ------------------------------------------------------------------------
+
+
+def test_corpus_is_varied():
+    assert len(CORPUS) >= 300
+    assert any("\n\n" in s for s in CORPUS) and any("<|start|>" in s for s in CORPUS)
+
+
+def test_tiktoken_matches_openai_harmony_on_corpus(tt, harmony):
+    mismatches = [
+        s
+        for s in CORPUS
+        if tt.encode(s, allowed_special="all") != harmony.encode(s, allowed_special="all")
+    ]
+    assert mismatches == []
+
+
+@HYPOTHESIS
+@given(text=TEXT)
+def test_tiktoken_matches_openai_harmony_on_generated_text(tt, harmony, text):
+    assert tt.encode(text, allowed_special="all") == harmony.encode(text, allowed_special="all")
+
+
+def test_hf_matches_tiktoken_on_corpus(tt, hf):
+    for text in CORPUS:
+        expected = tt_encode_like_hf(tt, text)
+        ids = hf.encode(text, add_special_tokens=False).ids
+        assert ids == expected, text
+        assert hf.decode(ids, skip_special_tokens=False) == text
+
+
+@HYPOTHESIS
+@given(text=TEXT)
+def test_hf_matches_tiktoken_on_generated_text(tt, hf, text):
+    ids = hf.encode(text, add_special_tokens=False).ids
+    assert ids == tt_encode_like_hf(tt, text)
+    assert hf.decode(ids, skip_special_tokens=False) == text
+
+
+def test_hf_decodes_the_known_sequence(hf):
+    assert hf.decode(KNOWN_IDS, skip_special_tokens=False) == KNOWN_TEXT
+    assert hf.encode(KNOWN_TEXT, add_special_tokens=False).ids == KNOWN_IDS
+
+
+def test_hf_specials(hf):
+    assert hf.get_vocab_size(with_added_tokens=True) == 200_019
+    for name, i in o200k.O200K_HARMONY_SPECIALS.items():
+        if i < 200_019:
+            assert hf.token_to_id(name) == i and hf.id_to_token(i) == name
+        else:
+            assert hf.token_to_id(name) is None
+    # Specials are never merged into text, and are dropped on request.
+    ids = hf.encode("a<|start|>b<|endofprompt|>", add_special_tokens=False).ids
+    assert ids == [64, 200_006, 65, 200_018]
+    assert hf.decode(ids, skip_special_tokens=True) == "ab"
+    # No BOS/EOS is added by the post-processor.
+    assert hf.encode("a", add_special_tokens=True).ids == [64]
+
+
+def test_hf_config_files(hf_dir):
+    config = json.loads((hf_dir / "tokenizer_config.json").read_text())
+    assert config["tokenizer_class"] == "PreTrainedTokenizerFast"
+    assert config["bos_token"] == "<|startoftext|>"
+    assert config["eos_token"] == "<|return|>"
+    assert config["pad_token"] == "<|endoftext|>"
+    assert config["model_max_length"] >= 10**9
+    decoder = config["added_tokens_decoder"]
+    assert [int(k) for k in decoder] == list(range(199_998, 200_019))
+    assert decoder["200018"]["content"] == "<|endofprompt|>"
+    assert all(v["special"] and not v["normalized"] for v in decoder.values())
+    special_map = json.loads((hf_dir / "special_tokens_map.json").read_text())
+    assert special_map == {k: config[k] for k in ("bos_token", "eos_token", "pad_token")}
+    model = json.loads((hf_dir / "tokenizer.json").read_text())["model"]
+    assert model["type"] == "BPE" and model["ignore_merges"] is True
+    assert len(model["vocab"]) == 199_998
+
+
+def test_transformers_loads_the_directory(tt, hf_dir):
+    transformers = pytest.importorskip(
+        "transformers", reason="transformers is not installed (optional; HF loading check)"
+    )
+    tok = transformers.AutoTokenizer.from_pretrained(str(hf_dir))
+    assert isinstance(tok, transformers.PreTrainedTokenizerFast)
+    assert len(tok) == 200_019
+    assert (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id) == (199_998, 200_002, 199_999)
+    for text in CORPUS:
+        ids = tok.encode(text, add_special_tokens=False)
+        assert ids == tt_encode_like_hf(tt, text), text
+        assert tok.decode(ids) == text
+    assert tok.encode("hi", add_special_tokens=True) == tt.encode("hi")
