@@ -1,0 +1,191 @@
+"""Force a real vLLM to emit a scripted token sequence (end-to-end tests only).
+
+A tiny random-weight model emits noise, so the e2e tests drive it with this v1
+logits processor. It is loaded only when named on the command line::
+
+    --logits-processors vllm_ext.scripted:ScriptedOutputProcessor
+
+and is deliberately NOT registered under the ``vllm.logits_processors`` entry-point
+group, which vLLM loads into every server of every installation.
+
+A request opts in through ``vllm_xargs`` (vLLM's ``SamplingParams.extra_args``):
+
+- ``{"script_text": "<|channel|>final<|message|>Hi!<|return|>"}``: Harmony text with
+  the markers spelled literally; tokenized in the worker by the tokenizer vLLM
+  loaded, so the spellings become the special tokens.
+- ``{"script_ids": "[200005, 17196, 200008, ...]"}``: token ids, as a JSON array in a
+  string or as a plain list (``vllm_xargs`` accepts both).
+
+The output is exactly the script: at step ``i`` every logit but the one of
+``script[i]`` is set to ``-inf``. ``max_tokens`` still truncates it.
+
+What happens after the script: a real gpt-oss model ends a turn with a stop token,
+``<|return|>`` after a final answer or ``<|call|>`` after a tool call (both are in
+the model's eos list, so the engine stops and strips them from the text but keeps
+them in ``token_ids``). A script that ends with such a stop token therefore stops
+by itself. A script that ends anywhere else (mid-body, after ``<|end|>``) gets
+``<|return|>`` forced next, so the request always terminates with finish_reason
+``stop``, as if the model closed its answer there. To test truncation, set
+``max_tokens`` to the script length instead (finish_reason ``length``, nothing
+appended). With ``ignore_eos`` the processor keeps forcing ``<|return|>`` until
+``max_tokens``.
+
+A malformed script is rejected before it reaches the engine, by ``validate_params``
+(run per request in the API server), which vLLM turns into HTTP 400. Requests
+without a script get no per-request state and are never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from vllm.exceptions import VLLMValidationError
+from vllm.v1.sample.logits_processor import AdapterLogitsProcessor
+
+if TYPE_CHECKING:
+    from vllm.config import VllmConfig
+    from vllm.sampling_params import SamplingParams
+
+__all__ = ["SCRIPT_IDS_KEY", "SCRIPT_TEXT_KEY", "Script", "ScriptedOutputProcessor", "read_script"]
+
+logger = logging.getLogger(__name__)
+
+SCRIPT_TEXT_KEY = "script_text"
+SCRIPT_IDS_KEY = "script_ids"
+
+# o200k_harmony: the model vocabulary of gpt-oss (and of our tiny test models).
+HARMONY_VOCAB_SIZE = 201_088
+RETURN_ID = 200_002  # <|return|>: what a real model emits to close a final answer
+
+
+@dataclass(frozen=True)
+class Script:
+    """One request's script: exactly one of ``ids`` or ``text`` is set."""
+
+    ids: tuple[int, ...] | None = None
+    text: str | None = None
+
+
+def _reject(message: str, value: Any = None) -> VLLMValidationError:
+    return VLLMValidationError(f"scripted output: {message}", parameter="vllm_xargs", value=value)
+
+
+def _read_ids(raw: Any, vocab_size: int) -> tuple[int, ...]:
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as e:
+            raise _reject(f"{SCRIPT_IDS_KEY} is not valid JSON ({e})", raw) from None
+    if not isinstance(raw, list):
+        raise _reject(f"{SCRIPT_IDS_KEY} must be a JSON array of token ids", raw)
+    if not raw:
+        raise _reject(f"{SCRIPT_IDS_KEY} is empty", raw)
+    for item in raw:
+        # bool is an int subclass and 3.0 is not a token id: both are mistakes.
+        if type(item) is not int:
+            raise _reject(f"{SCRIPT_IDS_KEY} holds a non-integer: {item!r}", raw)
+        if not 0 <= item < vocab_size:
+            raise _reject(f"{SCRIPT_IDS_KEY} holds {item}, outside [0, {vocab_size})", raw)
+    return tuple(raw)
+
+
+def read_script(
+    extra_args: Mapping[str, Any] | None, vocab_size: int = HARMONY_VOCAB_SIZE
+) -> Script | None:
+    """Return the request's script, None when it has none.
+
+    Raises VLLMValidationError (which vLLM's error handling maps to HTTP 400) when
+    the script is malformed, so a bad test request fails loudly instead of silently
+    generating noise or crashing the engine.
+    """
+    if not extra_args:
+        return None
+    has_text = SCRIPT_TEXT_KEY in extra_args
+    has_ids = SCRIPT_IDS_KEY in extra_args
+    if has_text and has_ids:
+        raise _reject(f"give {SCRIPT_TEXT_KEY} or {SCRIPT_IDS_KEY}, not both")
+    if has_ids:
+        return Script(ids=_read_ids(extra_args[SCRIPT_IDS_KEY], vocab_size))
+    if has_text:
+        text = extra_args[SCRIPT_TEXT_KEY]
+        if not isinstance(text, str):
+            raise _reject(f"{SCRIPT_TEXT_KEY} must be a string", text)
+        if not text:
+            raise _reject(f"{SCRIPT_TEXT_KEY} is empty", text)
+        return Script(text=text)
+    return None
+
+
+class _ForcedTokens:
+    """Per-request processor: allow only the next scripted token, then ``end_id``."""
+
+    __slots__ = ("ids", "end_id")
+
+    def __init__(self, ids: tuple[int, ...], end_id: int) -> None:
+        self.ids = ids
+        self.end_id = end_id
+
+    def __call__(self, output_ids: list[int], logits: torch.Tensor) -> torch.Tensor:
+        # The position is the length of the running output list (its last entry may
+        # still be an async-scheduling placeholder, but the length is exact).
+        step = len(output_ids)
+        token = self.ids[step] if step < len(self.ids) else self.end_id
+        logits.fill_(-math.inf)
+        logits[token] = 0.0
+        return logits
+
+
+class ScriptedOutputProcessor(AdapterLogitsProcessor):
+    """vLLM v1 logits processor that replays ``vllm_xargs`` scripts (tests only)."""
+
+    @classmethod
+    def validate_params(cls, sampling_params: SamplingParams) -> None:
+        """Reject malformed scripts at admission (API server process) with HTTP 400."""
+        read_script(sampling_params.extra_args)
+
+    def __init__(self, vllm_config: VllmConfig, device: torch.device, is_pin_memory: bool):
+        super().__init__(vllm_config, device, is_pin_memory)
+        self._model_config = vllm_config.model_config
+        self._vocab_size = vllm_config.model_config.get_vocab_size()
+        self._tokenizer: Any = None
+
+    def is_argmax_invariant(self) -> bool:
+        """False: forcing a token changes the argmax, so greedy requests need it too."""
+        return False
+
+    def _encode(self, text: str) -> list[int]:
+        # The tokenizer vLLM loaded for this model (cached per process): its added
+        # special tokens match the literal marker spellings in the script text.
+        if self._tokenizer is None:
+            from vllm.tokenizers import cached_tokenizer_from_config
+
+            self._tokenizer = cached_tokenizer_from_config(self._model_config)
+            if self._tokenizer is None:
+                raise RuntimeError("the model was started with skip_tokenizer_init")
+        return list(self._tokenizer.encode(text, add_special_tokens=False))
+
+    def new_req_logits_processor(self, params: SamplingParams) -> _ForcedTokens | None:
+        """Build the request's forcing state; None (untouched) without a script.
+
+        Never raises: an error here would take the engine down for every request.
+        validate_params already rejected malformed scripts, so failures here are
+        only environment problems; they are logged and the request runs unforced.
+        """
+        try:
+            script = read_script(params.extra_args, self._vocab_size)
+            if script is None:
+                return None
+            ids = script.ids if script.ids is not None else tuple(self._encode(script.text or ""))
+            if not ids or not all(0 <= i < self._vocab_size for i in ids):
+                raise ValueError(f"script tokenized to unusable ids {ids[:8]}...")
+        except Exception:
+            logger.exception("scripted output: ignoring the script of one request")
+            return None
+        end_id = RETURN_ID if self._vocab_size > RETURN_ID else ids[-1]
+        return _ForcedTokens(ids, end_id)
