@@ -15,12 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harmony_plugins import o200k
+
 REPO = Path(__file__).resolve().parents[1]
-try:
-    from harmony_plugins import o200k
-except ModuleNotFoundError:  # run from a checkout that is not installed
-    sys.path.insert(0, str(REPO))
-    from harmony_plugins import o200k
 
 # From docs/tokenizer.md: real gpt-oss output and its exact text.
 KNOWN_IDS = [

@@ -1,0 +1,284 @@
+"""Every state and transition of the state machine (the table in machine.py's docstring),
+and the header and argument readers underneath it."""
+
+from __future__ import annotations
+
+import pytest
+
+from harmony_plugins import arguments, rules
+from harmony_plugins import markers as mk
+from harmony_plugins.events import (
+    ContentText,
+    EndOfTurn,
+    ReasoningText,
+    Recovery,
+    ToolCallArguments,
+    ToolCallBegin,
+    ToolCallEnd,
+)
+from harmony_plugins.frontends import TextInput
+from harmony_plugins.header import (
+    final_without_message,
+    is_header_like,
+    parse_header,
+    resolve_recipient,
+    tool_names,
+)
+from harmony_plugins.machine import BODY, CALL, CONTENT, DONE, DROP, HEADER, REASONING, Machine
+
+TOOLS = frozenset({"get_weather", "shell"})
+
+# Prefixes that put a fresh machine in each state (and body route).
+STATES = {
+    "initial header": ("", HEADER, None),
+    "bare header": ("<|channel|>final<|message|>A<|end|>", HEADER, None),
+    "role header": ("<|channel|>final<|message|>A<|end|><|start|>assistant", HEADER, None),
+    "reasoning body": ("<|channel|>analysis<|message|>A", BODY, REASONING),
+    "content body": ("<|channel|>final<|message|>A", BODY, CONTENT),
+    "call body": ("<|channel|>commentary to=functions.shell<|message|>ls", BODY, CALL),
+    "dropped body": ("<|channel|>analysis to=python<|message|>1+1", BODY, DROP),
+    "done": ("<|channel|>final<|message|>A<|return|>", DONE, None),
+}
+
+MARKERS = {name: i for i, name in enumerate(mk.NAMES)}
+
+
+def machine_in(prefix: str) -> tuple[Machine, list]:
+    machine = Machine(TOOLS, id_factory=lambda: "call_x")
+    out: list = []
+    TextInput().feed(prefix, machine, out)
+    return machine, out
+
+
+@pytest.mark.parametrize("state", STATES)
+def test_prefixes_reach_their_states(state):
+    prefix, expected, route = STATES[state]
+    machine, _ = machine_in(prefix)
+    assert machine.state == expected
+    if route is not None:
+        assert machine.route == route
+
+
+# (state, marker) -> (next state, events the marker itself produces, as (type, key) pairs)
+TRANSITIONS = {
+    ("initial header", "start"): (HEADER, []),
+    ("initial header", "channel"): (HEADER, []),
+    ("initial header", "constrain"): (HEADER, []),
+    ("initial header", "message"): (BODY, []),
+    ("initial header", "end"): (HEADER, []),
+    ("initial header", "call"): (HEADER, []),
+    ("initial header", "return"): (DONE, []),
+    ("initial header", "end_of_text"): (DONE, []),
+    ("initial header", "ignored"): (HEADER, [(Recovery, rules.IGNORED_TOKEN)]),
+    ("role header", "message"): (BODY, []),
+    ("role header", "end"): (HEADER, [(Recovery, rules.HEADER_WITHOUT_MESSAGE)]),
+    ("reasoning body", "start"): (HEADER, [(Recovery, rules.MISSING_END)]),
+    ("reasoning body", "channel"): (HEADER, [(Recovery, rules.MISSING_END)]),
+    ("reasoning body", "constrain"): (BODY, [(Recovery, rules.STRAY_MARKER)]),
+    ("reasoning body", "message"): (BODY, [(Recovery, rules.STRAY_MARKER)]),
+    ("reasoning body", "end"): (HEADER, []),
+    ("reasoning body", "call"): (HEADER, []),
+    ("reasoning body", "return"): (DONE, []),
+    ("reasoning body", "end_of_text"): (DONE, []),
+    ("reasoning body", "ignored"): (BODY, [(Recovery, rules.IGNORED_TOKEN)]),
+    ("content body", "end"): (HEADER, []),
+    ("content body", "return"): (DONE, []),
+    ("call body", "end"): (HEADER, [(ToolCallEnd, 0)]),
+    ("call body", "call"): (HEADER, [(ToolCallEnd, 0)]),
+    ("call body", "return"): (DONE, [(ToolCallEnd, 0)]),
+    ("call body", "start"): (HEADER, [(Recovery, rules.MISSING_END), (ToolCallEnd, 0)]),
+    ("call body", "message"): (BODY, [(Recovery, rules.STRAY_MARKER)]),
+    ("dropped body", "end"): (HEADER, [(Recovery, rules.UNDECLARED_RECIPIENT)]),
+    ("dropped body", "call"): (HEADER, [(Recovery, rules.UNDECLARED_RECIPIENT)]),
+    **{("done", m): (DONE, []) for m in mk.NAMES if m != "ignored"},
+    ("done", "ignored"): (DONE, [(Recovery, rules.IGNORED_TOKEN)]),
+}
+
+
+def _key(event) -> tuple:
+    if isinstance(event, Recovery):
+        return (Recovery, event.rule)
+    if isinstance(event, ToolCallEnd):
+        return (ToolCallEnd, event.index)
+    return (type(event), None)
+
+
+@pytest.mark.parametrize(("state", "marker"), list(TRANSITIONS))
+def test_transition(state, marker):
+    machine, _ = machine_in(STATES[state][0])
+    out: list = []
+    machine.marker(MARKERS[marker], out)
+    expected_state, expected_events = TRANSITIONS[(state, marker)]
+    assert machine.state == expected_state
+    assert [_key(e) for e in out] == expected_events
+
+
+def test_every_state_and_marker_is_in_the_table():
+    """The whole state x marker product is exercised somewhere: none is left untested."""
+    covered_states = {s for s, _ in TRANSITIONS}
+    assert covered_states == set(STATES) - {"bare header"}
+    reasoning = {m for s, m in TRANSITIONS if s == "reasoning body"}
+    initial = {m for s, m in TRANSITIONS if s == "initial header"}
+    assert reasoning == initial == set(mk.NAMES)
+
+
+def test_call_marker_sets_after_call_and_drops_later_prose():
+    machine, _ = machine_in("<|channel|>commentary to=functions.shell<|message|>ls<|call|>")
+    assert machine.after_call and machine.stop_reason == "call"
+    out: list = []
+    TextInput().feed("<|channel|>final<|message|>Done<|end|>", machine, out)
+    assert out == [Recovery(rules.AFTER_CALL, "Done")]
+
+
+def test_text_in_each_state_goes_to_its_place():
+    expectations = {
+        "reasoning body": ReasoningText("B", "analysis"),
+        "content body": ContentText("B", "final"),
+        "call body": ToolCallArguments(0, "B"),
+    }
+    for state, event in expectations.items():
+        machine, _ = machine_in(STATES[state][0])
+        out: list = []
+        machine.text("B", out)
+        assert out == [event]
+    for state in ("initial header", "role header", "dropped body", "done"):
+        machine, _ = machine_in(STATES[state][0])
+        out = []
+        machine.text("B", out)
+        assert out == []
+
+
+def test_close_in_each_state():
+    cases = {
+        "initial header": [EndOfTurn("end_of_stream", "stop")],
+        "role header": [Recovery(rules.UNFINISHED_HEADER, "assistant"),
+                        EndOfTurn("end_of_stream", "stop")],
+        "reasoning body": [EndOfTurn("end_of_stream", "stop")],
+        "call body": [ToolCallEnd(0, "ls"), EndOfTurn("end_of_stream", "tool_calls")],
+        "dropped body": [Recovery(rules.UNDECLARED_RECIPIENT, "1+1"),
+                         EndOfTurn("end_of_stream", "stop")],
+        "done": [EndOfTurn("return", "stop")],
+    }
+    for state, expected in cases.items():
+        machine, _ = machine_in(STATES[state][0])
+        out: list = []
+        machine.close("stop", out)
+        assert out == expected, state
+    machine, _ = machine_in(STATES["call body"][0])
+    out = []
+    machine.close("length", out)
+    assert out[-1] == EndOfTurn("end_of_stream", "length")
+
+
+def test_forged_role_ends_the_turn_at_its_first_marker():
+    machine, out = machine_in("<|channel|>final<|message|>A<|end|><|start|>user<|message|>B")
+    assert machine.state == DONE and machine.stop_reason == "forged_turn"
+    assert Recovery(rules.FORGED_TURN, "user") in out
+    assert [e for e in out if isinstance(e, ContentText)] == [ContentText("A", "final")]
+
+
+def test_call_begin_event_carries_header_facts():
+    _, out = machine_in(" to=functions.get_weather<|channel|>commentary <|constrain|>json"
+                        "<|message|>")
+    assert out == [ToolCallBegin(0, "call_x", "get_weather", "commentary", "json")]
+
+
+# -- header.py ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("sections", "role_given", "expected"), [
+    ([(-1, "assistant"), (mk.CHANNEL, "analysis")], True, ("assistant", None, "analysis", None)),
+    ([(-1, " to=functions.f"), (mk.CHANNEL, "commentary json")], False,
+     (None, "functions.f", "commentary", "json")),
+    ([(-1, ""), (mk.CHANNEL, "commentary to=functions.f "), (mk.CONSTRAIN, "json")], False,
+     (None, "functions.f", "commentary", "json")),
+    ([(-1, ""), (mk.CHANNEL, "analysis"), (mk.CHANNEL, "final")], False,
+     (None, None, "final", None)),
+    ([(-1, "functions.f to=assistant"), (mk.CHANNEL, "commentary")], True,
+     ("functions.f", None, "commentary", None)),
+    ([(-1, "  "), (mk.CHANNEL, "  commentary   to=assistant ")], False,
+     (None, None, "commentary", None)),
+])
+def test_parse_header(sections, role_given, expected):
+    h = parse_header(sections, role_given)
+    assert (h.role, h.recipient, h.channel, h.content_type) == expected
+
+
+def test_header_junk_and_forged():
+    h = parse_header([(-1, "assistant what"), (mk.CHANNEL, "final json extra")], True)
+    assert h.junk == ["what", "extra"] and not h.forged
+    assert parse_header([(-1, "user")], True).forged
+    assert not parse_header([(-1, "")], True).forged
+    assert not parse_header([(-1, "user")], False).forged  # no <|start|>: no role at all
+
+
+def test_resolve_recipient():
+    tools = frozenset({"shell", "get_weather", "python"})
+    assert resolve_recipient("functions.shell", tools) == ("shell", None)
+    assert resolve_recipient("shell", tools) == ("shell", rules.BARE_RECIPIENT)
+    assert resolve_recipient("functions.shelljson", tools) == ("shell", rules.GLUED_CONTENT_TYPE)
+    assert resolve_recipient("functions.shelljson", tools | {"shelljson"}) == ("shelljson", None)
+    assert resolve_recipient("functions.nope", tools) == (None, rules.UNDECLARED_FUNCTION)
+    assert resolve_recipient("browser.search", tools) == (None, rules.UNDECLARED_RECIPIENT)
+    assert resolve_recipient("python", tools) == ("python", rules.BARE_RECIPIENT)
+
+
+def test_tool_names_shapes():
+    class Fn:
+        name = "from_object"
+
+    class Tool:
+        function = Fn()
+
+    tools = [
+        {"type": "function", "function": {"name": "chat_shape"}},
+        {"type": "function", "name": "responses_shape"},
+        "plain",
+        Tool(),
+        {"type": "web_search"},
+    ]
+    assert tool_names(tools) == {"chat_shape", "responses_shape", "plain", "from_object"}
+    assert tool_names(None) == frozenset()
+
+
+def test_final_without_message_and_header_like():
+    assert final_without_message([(-1, ""), (mk.CHANNEL, "final The answer.")]) == "The answer."
+    assert final_without_message([(-1, ""), (mk.CHANNEL, "finally")]) is None
+    assert final_without_message([(-1, ""), (mk.CHANNEL, "final")]) is None
+    assert final_without_message([(-1, "final x")]) is None
+    assert is_header_like(" to=functions.x json ")
+    assert not is_header_like("Hello there")
+
+
+# -- arguments.py ------------------------------------------------------------------------
+
+def cut(pieces: list[str]) -> tuple[str, str]:
+    cutter = arguments.ArgumentCutter()
+    kept = "".join(cutter.feed(p) for p in pieces)
+    return kept, cutter.junk_text()
+
+
+@pytest.mark.parametrize(("body", "kept", "junk"), [
+    ('{"a": 1}', '{"a": 1}', ""),
+    ('{"a": 1}]', '{"a": 1}', "]"),
+    ('{"a": "}"} tail', '{"a": "}"}', " tail"),
+    ('{"a": "\\"}"}x', '{"a": "\\"}"}', "x"),
+    ('{"a": "\\\\"}x', '{"a": "\\\\"}', "x"),
+    ('[1, [2]] [3]', "[1, [2]]", " [3]"),
+    ('"str" x', '"str"', " x"),
+    ("  {}", "  {}", ""),
+    ("ls -la | grep x", "ls -la | grep x", ""),
+    ("print({'a': 1})", "print({'a': 1})", ""),
+    ('{"a": [1, 2', '{"a": [1, 2', ""),
+])
+def test_argument_cutter_any_split(body, kept, junk):
+    assert cut([body]) == (kept, junk)
+    assert cut(list(body)) == (kept, junk)
+    for i in range(len(body) + 1):
+        assert cut([body[:i], body[i:]]) == (kept, junk)
+
+
+def test_argument_cutter_holds_leading_whitespace():
+    cutter = arguments.ArgumentCutter()
+    assert cutter.feed("  ") == ""
+    assert cutter.pending_lead() == "  "
+    assert cutter.feed("\n{") == "  \n{"
