@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Serve the tiny random gpt-oss model with the real vLLM OpenAI server, on CPU.
+#
+#   scripts/vllm_tiny_server.sh PORT [extra vllm args...]
+#
+# Runs in the foreground (exec: SIGTERM to this pid stops the server and all its
+# processes). Needs .venv-vllm (scripts/setup_vllm_env.sh). Builds the model into
+# .cache/tiny-gpt-oss on first use (seconds). Output is scripted per request through
+# vllm_xargs (vllm_ext/scripted.py), since random weights emit noise.
+#
+# Environment:
+#   TOOL_PARSER       --tool-call-parser name (default: vLLM's built-in "openai")
+#   REASONING_PARSER  --reasoning-parser name (default: vLLM's built-in "openai_gptoss")
+#                     set either to "" to leave that flag out
+#   TINY_MODEL_DIR    model directory (default: .cache/tiny-gpt-oss in the checkout)
+#   TINY_MODEL_ARCH   gpt_oss (default) or llama, when the model must be built
+#   VENV_VLLM         the vLLM virtual environment (default: .venv-vllm)
+set -euo pipefail
+
+if [[ $# -lt 1 || ! "$1" =~ ^[0-9]+$ ]]; then
+    echo "usage: $0 PORT [extra vllm args...]" >&2
+    exit 2
+fi
+PORT="$1"
+shift
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${VENV_VLLM:-$ROOT/.venv-vllm}"
+PY="$VENV/bin/python"
+MODEL_DIR="${TINY_MODEL_DIR:-$ROOT/.cache/tiny-gpt-oss}"
+TOOL_PARSER="${TOOL_PARSER-openai}"
+REASONING_PARSER="${REASONING_PARSER-openai_gptoss}"
+
+if [[ ! -x "$PY" ]]; then
+    echo "$0: $VENV is missing; run scripts/setup_vllm_env.sh first" >&2
+    exit 3
+fi
+
+"$PY" "$ROOT/scripts/make_tiny_model.py" "$MODEL_DIR" --arch "${TINY_MODEL_ARCH:-gpt_oss}"
+
+parser_args=()
+if [[ -n "$TOOL_PARSER" ]]; then
+    parser_args+=(--enable-auto-tool-choice --tool-call-parser "$TOOL_PARSER")
+fi
+if [[ -n "$REASONING_PARSER" ]]; then
+    parser_args+=(--reasoning-parser "$REASONING_PARSER")
+fi
+
+export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}"
+export HF_HUB_OFFLINE=1
+export VLLM_NO_USAGE_STATS=1
+export VLLM_CACHE_ROOT="${VLLM_CACHE_ROOT:-$ROOT/.cache/vllm-root}"
+# Our modules (vllm_ext.scripted) must import in every vLLM process, installed or not.
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+
+# The "vllm" console script does not work under the vllm-cpu distribution name.
+exec "$PY" -m vllm.entrypoints.openai.api_server \
+    --model "$MODEL_DIR" \
+    --served-model-name tiny-gpt-oss \
+    --host 127.0.0.1 --port "$PORT" \
+    --enforce-eager \
+    --logits-processors vllm_ext.scripted:ScriptedOutputProcessor \
+    "${parser_args[@]}" \
+    "$@"
