@@ -139,6 +139,10 @@ def _build_from_hf(tokenizer: Any) -> Vocab:
     name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
     added = {int(i): tok.content for i, tok in backend.get_added_tokens_decoder().items()}
     specials = {content: i for i, content in added.items() if content in mk.SPELLINGS}
+    if type(backend.decoder).__name__ != "ByteLevel":
+        raise NotHarmonyTokenizer(
+            f"tokenizer {name!r} is not byte-level BPE, so it is not gpt-oss's o200k_harmony"
+        )
     vocab = backend.get_vocab(with_added_tokens=False)
     decoder = _byte_decoder()
     pieces: list[bytes | None] = [None] * (max(vocab.values(), default=-1) + 1)
@@ -147,6 +151,7 @@ def _build_from_hf(tokenizer: Any) -> Vocab:
             pieces[token_id] = bytes([decoder[c] for c in token])
     except KeyError:
         raise NotHarmonyTokenizer(
-            f"tokenizer {name!r} is not byte-level BPE, so it is not gpt-oss's o200k_harmony"
+            f"tokenizer {name!r} has tokens outside the byte-level alphabet, so it is not "
+            "gpt-oss's o200k_harmony"
         ) from None
     return Vocab.from_pieces(pieces, specials, name)

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from harmony_plugins import o200k
@@ -140,11 +140,6 @@ def harmony():
 @pytest.fixture(scope="session")
 def tt():
     return o200k.tiktoken_encoding()
-
-
-@pytest.fixture(scope="session")
-def hf_dir(tmp_path_factory) -> Path:
-    return o200k.write_hf_tokenizer(tmp_path_factory.mktemp("o200k_hf"))
 
 
 @pytest.fixture(scope="session")
@@ -330,6 +325,7 @@ def test_tiktoken_matches_openai_harmony_on_corpus(tt, harmony):
 @HYPOTHESIS
 @given(text=TEXT)
 def test_tiktoken_matches_openai_harmony_on_generated_text(tt, harmony, text):
+    assume("<|endofprompt|>" not in text)  # a special to tiktoken, text to openai_harmony
     assert tt.encode(text, allowed_special="all") == harmony.encode(text, allowed_special="all")
 
 
