@@ -25,12 +25,13 @@ _Utf8Decoder = codecs.getincrementaldecoder("utf-8")
 class IdsInput:
     """Token ids to text and markers, through a vocabulary's table."""
 
-    __slots__ = ("table", "size", "decoder")
+    __slots__ = ("table", "size", "decoder", "reasoning_tokens")
 
     def __init__(self, table: list[bytes | int | None]) -> None:
         self.table = table
         self.size = len(table)
         self.decoder = _Utf8Decoder("replace")
+        self.reasoning_tokens = 0  # ordinary tokens that went to reasoning (usage figures)
 
     def feed(self, ids: Iterable[int], machine: Machine, out: list[Event]) -> None:
         table = self.table
@@ -42,7 +43,7 @@ class IdsInput:
                 run.append(piece)  # type: ignore[arg-type]
                 continue
             if run:
-                self._text(b"".join(run), machine, out)
+                self._run(run, machine, out)
                 run.clear()
             text = self.decoder.decode(b"", True)  # a character cut by the marker
             if text:
@@ -52,12 +53,15 @@ class IdsInput:
             else:
                 machine.marker(piece, out)  # type: ignore[arg-type]
         if run:
-            self._text(run[0] if len(run) == 1 else b"".join(run), machine, out)
+            self._run(run, machine, out)
 
-    def _text(self, data: bytes, machine: Machine, out: list[Event]) -> None:
-        text = self.decoder.decode(data)
+    def _run(self, run: list[bytes], machine: Machine, out: list[Event]) -> None:
+        """Pass on a run of ordinary tokens: their route cannot change inside the run."""
+        text = self.decoder.decode(run[0] if len(run) == 1 else b"".join(run))
         if text:
             machine.text(text, out)
+        if machine.in_reasoning():
+            self.reasoning_tokens += len(run)
 
     def flush(self, machine: Machine, out: list[Event]) -> None:
         text = self.decoder.decode(b"", True)

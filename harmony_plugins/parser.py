@@ -85,6 +85,11 @@ class StreamParser:
         """How many tool calls have begun so far."""
         return self._machine.calls
 
+    @property
+    def reasoning_tokens(self) -> int:
+        """How many of the token ids fed so far were reasoning text (for usage figures)."""
+        return self._ids.reasoning_tokens if self._ids is not None else 0
+
     def _start_ids(self) -> IdsInput:
         self._check_open(self._text, "feed_ids", "feed_text")
         vocab = self._encoding or Vocab.o200k_harmony()

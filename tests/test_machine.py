@@ -282,3 +282,21 @@ def test_argument_cutter_holds_leading_whitespace():
     assert cutter.feed("  ") == ""
     assert cutter.pending_lead() == "  "
     assert cutter.feed("\n{") == "  \n{"
+
+
+def test_reasoning_tokens_are_counted_per_run_whatever_the_cuts():
+    from harmony_plugins import StreamParser
+    from harmony_plugins.o200k import tiktoken_encoding
+
+    enc = tiktoken_encoding()
+    text = ("<|channel|>analysis<|message|>one two three<|end|><|start|>assistant"
+            "<|channel|>final<|message|>four five<|return|>")
+    ids = enc.encode(text, allowed_special="all")
+    expected = len(enc.encode_ordinary("one two three"))
+    whole = StreamParser()
+    whole.feed_ids(ids)
+    single = StreamParser()
+    for i in ids:
+        single.feed_ids([i])
+    assert whole.reasoning_tokens == single.reasoning_tokens == expected
+    assert StreamParser().reasoning_tokens == 0
