@@ -1,0 +1,124 @@
+"""A real vLLM OpenAI server (CPU, tiny gpt-oss model) for end-to-end tests.
+
+Run these with ``.venv-vllm/bin/pytest tests/e2e_vllm`` after
+``scripts/setup_vllm_env.sh``. Without ``.venv-vllm`` (or without the ``openai``
+client in the running interpreter) they skip. Start-up takes about a minute; the
+server is shared by the whole session and always stopped at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV = Path(os.environ.get("VENV_VLLM", ROOT / ".venv-vllm"))
+SERVER_SCRIPT = ROOT / "scripts" / "vllm_tiny_server.sh"
+START_TIMEOUT_S = 180.0
+STOP_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    """A port that was free a moment ago on the loopback interface."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _log_tail(path: Path, lines: int = 80) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as e:
+        return f"(no log: {e})"
+
+
+def _healthy(base_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base_url}/health", timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server (it stops its own engine processes); kill its group if stuck."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        # The server runs in its own session, so its group holds only its processes.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=STOP_TIMEOUT_S)
+
+
+@contextlib.contextmanager
+def tiny_vllm_server(
+    log_path: Path, *extra_args: str, env: Mapping[str, str] | None = None
+) -> Iterator[str]:
+    """Run scripts/vllm_tiny_server.sh on a free port; yield its base URL.
+
+    ``env`` adds or overrides variables (e.g. TOOL_PARSER / REASONING_PARSER); the
+    server log goes to ``log_path`` and its tail is shown when start-up fails.
+    """
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            ["bash", str(SERVER_SCRIPT), str(port), *extra_args],
+            cwd=ROOT,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _healthy(base_url):
+            if proc.poll() is not None:
+                pytest.fail(
+                    f"vLLM server exited with {proc.returncode} during start-up; log:\n"
+                    + _log_tail(log_path),
+                    pytrace=False,
+                )
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    f"vLLM server not healthy after {START_TIMEOUT_S:.0f} s; log:\n"
+                    + _log_tail(log_path),
+                    pytrace=False,
+                )
+            time.sleep(1.0)
+        yield base_url
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL (``http://127.0.0.1:PORT``) of the shared tiny vLLM server."""
+    if not (VENV / "bin" / "python").exists():
+        pytest.skip(f"{VENV} is missing: run scripts/setup_vllm_env.sh")
+    log_path = tmp_path_factory.mktemp("vllm") / "server.log"
+    with tiny_vllm_server(log_path) as base_url:
+        yield base_url
+
+
+@pytest.fixture(scope="session")
+def openai_client(vllm_server: str) -> Any:
+    """An ``openai.OpenAI`` client bound to the shared server."""
+    openai = pytest.importorskip("openai", reason="run with .venv-vllm/bin/pytest")
+    return openai.OpenAI(base_url=f"{vllm_server}/v1", api_key="unused", max_retries=0)
