@@ -2,16 +2,19 @@
 
 The contract passes arguments through as the model wrote them, but stops them at the end of
 the first complete top-level JSON value, so that trailing junk (a stray ``]``) never reaches
-the client and streaming and non-streaming agree. A body that does not start like JSON
-(code, a shell command) is passed whole.
+the client and streaming and non-streaming agree. A body that is not JSON (code, a shell
+command, single quotes) is passed whole.
 
-The scanner keeps four numbers of state and looks only at the structural characters of
+The scanner tracks bracket depth and strings, looking only at the structural characters of
 each new piece (found by one regular expression), so its cost is proportional to the new
-text, whatever the length of the arguments so far.
+text. Where the brackets first balance, the text so far is checked once with ``json.loads``:
+a valid value ends the arguments there; anything else (``{"a": True}.keys()``) is not JSON,
+and the whole body is passed through.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 _STRUCTURAL = re.compile(r'[{}\[\]"\\]')
@@ -25,7 +28,7 @@ DONE = 3  # the first JSON value is complete; the rest is junk
 class ArgumentCutter:
     """Decides, piece by piece, which part of a call's body is argument text."""
 
-    __slots__ = ("mode", "depth", "in_string", "escaped", "lead", "junk")
+    __slots__ = ("mode", "depth", "in_string", "escaped", "lead", "kept", "junk")
 
     def __init__(self) -> None:
         self.mode = PENDING
@@ -33,10 +36,21 @@ class ArgumentCutter:
         self.in_string = False
         self.escaped = False  # the previous piece ended in a backslash inside a string
         self.lead: list[str] = []  # whitespace before the first character
+        self.kept: list[str] = []  # the argument text returned so far
         self.junk: list[str] = []  # text after the first JSON value
 
     def feed(self, text: str) -> str:
         """Take the next piece of the body; return the part that is argument text."""
+        piece = self._cut(text)
+        if piece:
+            self.kept.append(piece)
+        return piece
+
+    def arguments(self) -> str:
+        """All argument text returned so far."""
+        return "".join(self.kept)
+
+    def _cut(self, text: str) -> str:
         mode = self.mode
         if mode == RAW:
             return text
@@ -60,6 +74,11 @@ class ArgumentCutter:
             self.mode = JSON
         end = self._scan(text, start)
         if end < 0:
+            return text
+        try:
+            json.loads("".join(self.kept) + text[:end])
+        except ValueError:
+            self.mode = RAW  # balanced, but not JSON: code or the like, passed whole
             return text
         self.mode = DONE
         if end < len(text):

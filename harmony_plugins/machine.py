@@ -85,7 +85,7 @@ class Machine:
         "tools", "new_id", "pass_undeclared",
         "state", "after_call", "stop_reason", "calls", "seen_marker",
         "role_given", "sections", "section_kind", "pieces",
-        "route", "channel", "drop_rule", "dropped", "cutter", "call_index", "call_args",
+        "route", "channel", "drop_rule", "dropped", "cutter", "call_index",
     )
 
     def __init__(
@@ -114,7 +114,6 @@ class Machine:
         self.dropped: list[str] = []
         self.cutter: ArgumentCutter | None = None
         self.call_index = -1
-        self.call_args: list[str] = []
 
     # -- input ---------------------------------------------------------------------------
 
@@ -129,7 +128,6 @@ class Machine:
             elif route == CALL:
                 piece = self.cutter.feed(text)  # type: ignore[union-attr]
                 if piece:
-                    self.call_args.append(piece)
                     out.append(ToolCallArguments(self.call_index, piece))
             else:
                 self.dropped.append(text)
@@ -275,7 +273,6 @@ class Machine:
         self.call_index = self.calls
         self.calls += 1
         self.cutter = ArgumentCutter()
-        self.call_args = []
         out.append(ToolCallBegin(self.call_index, self.new_id(), name, h.channel,
                                  h.content_type))
 
@@ -305,16 +302,16 @@ class Machine:
         if route == CALL:
             cutter = self.cutter
             assert cutter is not None
-            if not self.call_args:
+            arguments = cutter.arguments()
+            if not arguments:
                 out.append(Recovery(rules.EMPTY_ARGUMENTS, cutter.pending_lead()))
-                self.call_args.append("{}")
-                out.append(ToolCallArguments(self.call_index, "{}"))
+                arguments = "{}"
+                out.append(ToolCallArguments(self.call_index, arguments))
             junk = cutter.junk_text()
             if junk.strip():
                 out.append(Recovery(rules.AFTER_JSON_VALUE, junk))
-            out.append(ToolCallEnd(self.call_index, "".join(self.call_args)))
+            out.append(ToolCallEnd(self.call_index, arguments))
             self.cutter = None
-            self.call_args = []
         elif route == DROP:
             out.append(Recovery(self.drop_rule, "".join(self.dropped)))
             self.dropped = []

@@ -46,18 +46,7 @@ LEAK = re.compile(
 
 # Parser bugs found by these tests: case id -> reason. Marked xfail(strict=True) so that a fix
 # shows up as XPASS (then remove the entry).
-PARSER_BUGS: dict[str, str] = {
-    "args_python_listcomp": (
-        "body '[x * x for x in range(3)]\\nprint(1)' is not JSON, so it must be kept whole "
-        "(contract 4); the argument cutter bracket-matches any body starting with [ { \" and "
-        "cuts after ']', losing '\\nprint(1)'"),
-    "args_python_dict_code": (
-        "body '{\"a\": True}.keys()' is not JSON (True), so it must be kept whole; the cutter "
-        "cuts after the matching '}' and drops '.keys()'"),
-    "args_single_quotes_trailing": (
-        "body \"{'city': 'Paris'}]\" is not JSON (single quotes): raw text, nothing cut; the "
-        "cutter bracket-matches it and drops ']'"),
-}
+PARSER_BUGS: dict[str, str] = {}
 
 
 _ENC = None

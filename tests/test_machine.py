@@ -268,6 +268,9 @@ def cut(pieces: list[str]) -> tuple[str, str]:
     ("  {}", "  {}", ""),
     ("ls -la | grep x", "ls -la | grep x", ""),
     ("print({'a': 1})", "print({'a': 1})", ""),
+    ("{'a': 1}]", "{'a': 1}]", ""),
+    ('{"a": True}.keys()', '{"a": True}.keys()', ""),
+    ("[x for x in y]\nprint(1)", "[x for x in y]\nprint(1)", ""),
     ('{"a": [1, 2', '{"a": [1, 2', ""),
 ])
 def test_argument_cutter_any_split(body, kept, junk):
