@@ -1,0 +1,292 @@
+"""vLLM's unified gpt-oss parser, driven by ``harmony_plugins`` instead of openai_harmony.
+
+vLLM asks its ``HarmonyParser`` for three things, and this subclass answers each from one
+:class:`harmony_plugins.StreamParser` per request, fed the token ids of each step once:
+
+* chat completions, streamed: ``parse_delta`` → a ``DeltaMessage`` per step;
+* chat completions, whole: ``parse`` → ``(reasoning, content, tool_calls)``;
+* the Responses API: ``process_chunk`` / ``flush`` → ``Segment``s, each carrying a delta or a
+  completed ``openai_harmony.Message`` (never both: vLLM drops the message of a segment that
+  also has a delta).
+
+Everything else (``adjust_request`` and its structural tags for ``tool_choice`` and
+``response_format``, ``is_reasoning_end``) is vLLM's own, inherited unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from openai_harmony import Message, Role
+from vllm.entrypoints.generate.base.protocol import (
+    DeltaFunctionCall,
+    DeltaMessage,
+    DeltaToolCall,
+    FunctionCall,
+)
+from vllm.parser.harmony import ChunkResult, HarmonyParser, Segment
+from vllm.renderers.chat_utils import make_tool_call_id
+
+from harmony_plugins import StreamParser, Vocab
+from harmony_plugins.events import (
+    ContentText,
+    EndOfTurn,
+    Event,
+    ReasoningText,
+    Recovery,
+    ToolCallArguments,
+    ToolCallBegin,
+    ToolCallEnd,
+)
+from harmony_plugins.header import tool_names
+
+logger = logging.getLogger("vllm.harmony_ext")
+
+RECOVERIES: Counter[str] = Counter()
+"""Recovery rules applied in this process since start, by rule name."""
+
+# Responses API built-in tools, by tool type, and the recipients gpt-oss uses for them.
+BUILTIN_RECIPIENTS = {
+    "code_interpreter": ("python",),
+    "web_search_preview": ("browser.search", "browser.open", "browser.find"),
+    "container": ("container.exec",),
+}
+_BUILTIN_NAMES = frozenset(n for names in BUILTIN_RECIPIENTS.values() for n in names)
+
+
+def request_tool_names(tools: Iterable[Any] | None) -> frozenset[str]:
+    """The recipients a request declares: its functions, and its Responses built-in tools."""
+    if not tools:
+        return frozenset()
+    names = set(tool_names(tools))
+    for tool in tools:
+        kind = getattr(tool, "type", None) or (tool.get("type") if isinstance(tool, dict) else None)
+        names.update(BUILTIN_RECIPIENTS.get(kind, ()))
+        if kind == "namespace":  # Responses namespaces: flattened as vLLM does
+            from vllm.entrypoints.openai.responses.utils import extract_function_tool_names
+
+            names.update(extract_function_tool_names([tool]))
+    return frozenset(names)
+
+
+class HarmonyExtParser(HarmonyParser):
+    """One request's parser (vLLM builds one per request and choice).
+
+    Construction is cheap (vLLM builds throw-away instances just to adjust requests): the
+    token table comes from a per-tokenizer cache and the core parser starts on first use.
+    """
+
+    def __init__(self, tokenizer: Any, tools: Any = None, *args: Any, **kwargs: Any) -> None:
+        super().__init__(tokenizer, tools, *args, **kwargs)
+        self._vocab = Vocab.from_hf(tokenizer)
+        self._tools = request_tool_names(tools)
+        self._core: StreamParser | None = None
+        self._fed = 0  # token ids fed to the current core parser
+        self._counted_tokens = 0  # all token ids seen, for count_reasoning_tokens
+        self._counted_reasoning = 0
+        self._open: _OpenItem | None = None  # Responses: the message being streamed
+        self._recovered: Counter[str] = Counter()  # this turn's recoveries, for the log
+
+    # -- the core parser ---------------------------------------------------------------
+
+    def _core_parser(self) -> StreamParser:
+        core = self._core
+        if core is None:
+            core = self._core = StreamParser(self._tools, self._vocab,
+                                             id_factory=make_tool_call_id)
+        return core
+
+    def _feed(self, token_ids: Sequence[int]) -> tuple[list[Event], int]:
+        """Feed one step's ids; return the events and how many ids were reasoning."""
+        core = self._core_parser()
+        before = core.reasoning_tokens
+        events = core.feed_ids(token_ids)
+        reasoning = core.reasoning_tokens - before
+        self._fed += len(token_ids)
+        self._counted_tokens += len(token_ids)
+        self._counted_reasoning += reasoning
+        return events, reasoning
+
+    def _close(self) -> list[Event]:
+        """End the turn and get ready for the next one (the Responses API reuses parsers)."""
+        core = self._core
+        self._core = None
+        self._fed = 0
+        if core is None:
+            return []
+        events = core.close()
+        self._count(events)
+        if self._recovered:
+            logger.info("harmony-ext recovered malformed model output: %s",
+                        dict(self._recovered))
+            self._recovered.clear()
+        return events
+
+    def _count(self, events: list[Event]) -> None:
+        """Count the contract's recovery rules applied (malformed model output)."""
+        for event in events:
+            if event.__class__ is Recovery:
+                rule = event.rule  # type: ignore[union-attr]
+                RECOVERIES[rule] += 1
+                self._recovered[rule] += 1
+                logger.debug("harmony-ext recovery %s, dropped %r", rule,
+                             event.text[:80])  # type: ignore[union-attr]
+
+    # -- chat completions --------------------------------------------------------------
+
+    def parse(
+        self,
+        model_output: str,
+        request: Any,
+        enable_auto_tools: bool = False,
+        model_output_token_ids: Sequence[int] = (),
+    ) -> tuple[str | None, str | None, list[FunctionCall] | None]:
+        events, _ = self._feed(model_output_token_ids)
+        self._count(events)
+        events += self._close()
+        reasoning: list[str] = []
+        content: list[str] = []
+        calls: list[FunctionCall] = []
+        for event in events:
+            if isinstance(event, ReasoningText):
+                reasoning.append(event.text)
+            elif isinstance(event, ContentText):
+                content.append(event.text)
+            elif isinstance(event, ToolCallBegin):
+                calls.append(FunctionCall(id=event.id, name=event.name, arguments=""))
+            elif isinstance(event, ToolCallEnd):
+                calls[event.index].arguments = event.arguments
+        return "".join(reasoning) or None, "".join(content) or None, calls or None
+
+    def parse_delta(
+        self,
+        delta_text: str,
+        delta_token_ids: list[int],
+        request: Any,
+        prompt_token_ids: list[int] | None = None,
+        *,
+        finished: bool,
+    ) -> DeltaMessage | None:
+        events, _ = self._feed(delta_token_ids)
+        self._count(events)
+        if finished:
+            events += self._close()
+        reasoning: list[str] = []
+        content: list[str] = []
+        calls: dict[int, DeltaToolCall] = {}
+        for event in events:
+            cls = event.__class__
+            if cls is ReasoningText:
+                reasoning.append(event.text)  # type: ignore[union-attr]
+            elif cls is ContentText:
+                content.append(event.text)  # type: ignore[union-attr]
+            elif cls is ToolCallArguments:
+                call = calls.get(event.index)  # type: ignore[union-attr]
+                if call is None:
+                    call = calls[event.index] = DeltaToolCall(  # type: ignore[union-attr]
+                        index=event.index,  # type: ignore[union-attr]
+                        function=DeltaFunctionCall(arguments=""),
+                    )
+                call.function.arguments += event.text  # type: ignore[union-attr,operator]
+            elif cls is ToolCallBegin:
+                calls[event.index] = DeltaToolCall(  # type: ignore[union-attr]
+                    id=event.id,  # type: ignore[union-attr]
+                    type="function",
+                    index=event.index,  # type: ignore[union-attr]
+                    function=DeltaFunctionCall(name=event.name, arguments=""),  # type: ignore[union-attr]
+                )
+        if not request.include_reasoning:
+            reasoning = []
+        if not (reasoning or content or calls):
+            return None
+        delta = DeltaMessage()
+        if reasoning:
+            delta.reasoning = "".join(reasoning)
+        if content:
+            delta.content = "".join(content)
+        if calls:
+            delta.tool_calls = list(calls.values())
+        return delta
+
+    def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
+        if len(token_ids) == self._counted_tokens:
+            return self._counted_reasoning
+        core = StreamParser(self._tools, self._vocab)  # ids we did not see: count afresh
+        core.feed_ids(token_ids)
+        return core.reasoning_tokens
+
+    # -- the Responses API -------------------------------------------------------------
+
+    def process_chunk(self, token_ids: Sequence[int]) -> ChunkResult:
+        if not token_ids:
+            return ChunkResult(segments=[], reasoning_token_count=0)
+        events, reasoning = self._feed(token_ids)
+        self._count(events)
+        return ChunkResult(segments=self._segments(events), reasoning_token_count=reasoning)
+
+    def flush(self) -> list[Segment]:
+        return self._segments(self._close())
+
+    def _segments(self, events: list[Event]) -> list[Segment]:
+        """Events to Segments: deltas as they come, a completed Message per message."""
+        out: list[Segment] = []
+        for event in events:
+            cls = event.__class__
+            if cls is ReasoningText or cls is ContentText:
+                default = "analysis" if cls is ReasoningText else "final"
+                channel = event.channel or default  # type: ignore[union-attr]
+                self._switch_to(("text", channel, None, None), out)
+                self._delta(event.text, out)  # type: ignore[union-attr]
+            elif cls is ToolCallBegin:
+                name = event.name  # type: ignore[union-attr]
+                recipient = name if name in _BUILTIN_NAMES else "functions." + name
+                content_type = event.content_type  # type: ignore[union-attr]
+                if content_type == "json":
+                    content_type = "<|constrain|>json"
+                self._switch_to(("call", event.channel or "commentary",  # type: ignore[union-attr]
+                                 recipient, content_type), out)
+            elif cls is ToolCallArguments:
+                self._delta(event.text, out)  # type: ignore[union-attr]
+            elif cls is ToolCallEnd or cls is EndOfTurn:
+                self._switch_to(None, out)
+        return out
+
+    def _switch_to(self, key: tuple | None, out: list[Segment]) -> None:
+        """Complete the open message unless ``key`` continues it; open ``key``."""
+        item = self._open
+        if item is not None:
+            if key is not None and key[0] == "text" and item.key == key:
+                return  # more text of the same kind: one message
+            out.append(item.completed())
+        self._open = _OpenItem(key) if key is not None else None
+
+    def _delta(self, text: str, out: list[Segment]) -> None:
+        item = self._open
+        assert item is not None
+        item.parts.append(text)
+        out.append(Segment(channel=item.key[1], recipient=item.key[2], delta=text))
+
+
+class _OpenItem:
+    """A message being streamed to the Responses API, kept until it completes."""
+
+    __slots__ = ("key", "parts")
+
+    def __init__(self, key: tuple) -> None:
+        self.key = key  # (kind, channel, recipient, content_type)
+        self.parts: list[str] = []
+
+    def completed(self) -> Segment:
+        _, channel, recipient, content_type = self.key
+        message = Message.from_role_and_content(Role.ASSISTANT, "".join(self.parts))
+        message = message.with_channel(channel)
+        if recipient is not None:
+            message = message.with_recipient(recipient)
+        if content_type is not None:
+            message = message.with_content_type(content_type)
+        return Segment(channel=channel, recipient=recipient, delta="",
+                       completed_message=message)
+
