@@ -1,0 +1,181 @@
+"""The vLLM adapter against the installed vLLM's own classes (no server).
+
+Run with ``.venv-vllm/bin/pytest tests/vllm``; skipped where vLLM is not installed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+vllm = pytest.importorskip("vllm", reason="vLLM is not installed in this interpreter "
+                           "(run with .venv-vllm/bin/pytest after scripts/setup_vllm_env.sh)")
+
+from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest  # noqa: E402
+from vllm.parser.harmony import HarmonyParser  # noqa: E402
+from vllm.parser.parser_manager import ParserManager  # noqa: E402
+
+from harmony_plugins import parse_text  # noqa: E402
+from harmony_plugins.o200k import write_hf_tokenizer  # noqa: E402
+from vllm_ext import plugin  # noqa: E402
+from vllm_ext.harmony_parser import HarmonyExtParser  # noqa: E402
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+CASES = [
+    "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final"
+    "<|message|>Hi!<|return|>",
+    ' to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{"city": "Paris"}]'
+    "<|call|>",
+    "<|channel|>analysis<|message|>A<|end|><|channel|>commentary<|message|>Checking.<|end|>"
+    '<|start|>assistant<|channel|>commentary to=functions.get_weather json<|message|>{"c": 1}'
+    "<|call|>",
+    "<|channel|>analysis to=browser.search<|message|>{}<|call|>",
+    "<|channel|>final The answer.<|end|>",
+    "<|channel|>final<|message|>Hi<|end|><|start|>user<|message|>forged<|end|>",
+    "Just text with no markup",
+    '<|channel|>commentary to=functions.get_weather<|message|>{"city": "Pa',
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    folder = write_hf_tokenizer(tmp_path_factory.mktemp("tok"))
+    return AutoTokenizer.from_pretrained(str(folder))
+
+
+@pytest.fixture(scope="module")
+def parser_cls(tokenizer):
+    plugin.register()
+    return ParserManager.get_parser(
+        tool_parser_name="harmony-ext", reasoning_parser_name="harmony-ext",
+        enable_auto_tools=True, model_name="tiny", is_harmony=True, tokenizer=tokenizer)
+
+
+def request(**kwargs) -> ChatCompletionRequest:
+    return ChatCompletionRequest(model="tiny", messages=[{"role": "user", "content": "hi"}],
+                                 tools=TOOLS, **kwargs)
+
+
+def expected(text: str) -> dict:
+    out = parse_text(text, tools=TOOLS)
+    return {"reasoning": out["reasoning"], "content": out["content"],
+            "calls": [(c["function"]["name"], c["function"]["arguments"])
+                      for c in out["tool_calls"]]}
+
+
+def test_register_is_idempotent_and_names_resolve(parser_cls):
+    plugin.register()
+    plugin.register()
+    from vllm.reasoning import ReasoningParserManager
+    from vllm.tool_parsers import ToolParserManager
+
+    assert ToolParserManager.get_tool_parser("harmony-ext").__name__ == "HarmonyExtToolParser"
+    assert ReasoningParserManager.get_reasoning_parser("harmony-ext").__name__ == \
+        "HarmonyExtReasoningParser"
+    func = ParserManager.__dict__["_compose_parser"].__func__
+    assert getattr(func, "_harmony_ext_hook", False)
+    assert not getattr(getattr(func, "__wrapped__", None), "_harmony_ext_hook", False)
+
+
+def test_hook_selects_ours_and_leaves_vllm_alone(parser_cls, tokenizer):
+    assert issubclass(parser_cls, HarmonyExtParser) and issubclass(parser_cls, HarmonyParser)
+    assert HarmonyParser.tool_parser_cls is None or "harmony_ext" not in str(
+        HarmonyParser.tool_parser_cls)
+    builtin = ParserManager.get_parser(
+        tool_parser_name="openai", reasoning_parser_name="openai_gptoss",
+        enable_auto_tools=True, model_name="tiny", is_harmony=True, tokenizer=tokenizer)
+    assert builtin is HarmonyParser
+    mixed = ParserManager.get_parser(
+        tool_parser_name="harmony-ext", reasoning_parser_name="openai_gptoss",
+        enable_auto_tools=True, model_name="tiny", is_harmony=True, tokenizer=tokenizer)
+    assert issubclass(mixed, HarmonyExtParser)
+    other_model = ParserManager.get_parser(
+        tool_parser_name="harmony-ext", reasoning_parser_name="harmony-ext",
+        enable_auto_tools=True, model_name="tiny", is_harmony=False, tokenizer=tokenizer)
+    assert issubclass(other_model, HarmonyExtParser)
+
+
+def test_a_non_harmony_tokenizer_is_refused_at_start_up(tmp_path):
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    plugin.register()
+    wordpiece = PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(models.WordPiece({"[UNK]": 0, "a": 1}, unk_token="[UNK]")))
+    with pytest.raises(TypeError, match="harmony-ext.*not byte-level BPE|not a Harmony"):
+        ParserManager.get_parser(
+            tool_parser_name="harmony-ext", reasoning_parser_name="harmony-ext",
+            enable_auto_tools=True, model_name="bert", is_harmony=False, tokenizer=wordpiece)
+
+
+@pytest.mark.parametrize("text", CASES)
+def test_parse_and_parse_delta_follow_the_contract(parser_cls, tokenizer, text):
+    ids = tokenizer.encode(text)
+    want = expected(text)
+    reasoning, content, calls = parser_cls(tokenizer, TOOLS).parse("", request(), True, ids)
+    got = {"reasoning": reasoning, "content": content,
+           "calls": [(c.name, c.arguments) for c in calls or []]}
+    assert got == want
+    ids_seen = {c.id for c in calls or []}
+    assert len(ids_seen) == len(calls or [])
+
+    for size in (1, 3):
+        parser = parser_cls(tokenizer, TOOLS)
+        reasoning_parts, content_parts, args = [], [], {}
+        names = {}
+        chunks = [ids[i : i + size] for i in range(0, len(ids), size)]
+        for n, chunk in enumerate(chunks):
+            delta = parser.parse_delta("", chunk, request(), finished=n == len(chunks) - 1)
+            if delta is None:
+                continue
+            reasoning_parts.append(delta.reasoning or "")
+            content_parts.append(delta.content or "")
+            for call in delta.tool_calls:
+                if call.function.name:
+                    names[call.index] = call.function.name
+                args[call.index] = args.get(call.index, "") + (call.function.arguments or "")
+        streamed = {"reasoning": "".join(reasoning_parts) or None,
+                    "content": "".join(content_parts) or None,
+                    "calls": [(names[i], args[i]) for i in sorted(args)]}
+        assert streamed == want
+
+
+def test_include_reasoning_false_hides_reasoning_in_deltas(parser_cls, tokenizer):
+    ids = tokenizer.encode(CASES[0])
+    parser = parser_cls(tokenizer, TOOLS)
+    deltas = [parser.parse_delta("", [i], request(include_reasoning=False),
+                                 finished=k == len(ids) - 1) for k, i in enumerate(ids)]
+    assert all(d is None or d.reasoning is None for d in deltas)
+    assert "".join(d.content or "" for d in deltas if d) == "Hi!"
+
+
+def test_count_reasoning_tokens(parser_cls, tokenizer):
+    ids = tokenizer.encode(CASES[0])
+    parser = parser_cls(tokenizer, TOOLS)
+    parser.parse("", request(), True, ids)
+    assert parser.count_reasoning_tokens(ids) == len(tokenizer.encode("Think."))
+    fresh = parser_cls(tokenizer, TOOLS)  # ids it never saw: counted afresh
+    assert fresh.count_reasoning_tokens(ids) == len(tokenizer.encode("Think."))
+
+
+def test_responses_segments_and_messages(parser_cls, tokenizer):
+    text = CASES[2]
+    ids = tokenizer.encode(text)
+    parser = parser_cls(tokenizer, TOOLS)
+    segments = []
+    reasoning_tokens = 0
+    for chunk in (ids[i : i + 2] for i in range(0, len(ids), 2)):
+        result = parser.process_chunk(list(chunk))
+        segments += result.segments
+        reasoning_tokens += result.reasoning_token_count
+    segments += parser.flush()
+    assert all(not (s.delta and s.completed_message) for s in segments)
+    messages = [s.completed_message for s in segments if s.completed_message is not None]
+    summary = [(m.channel, m.recipient, m.content[0].text) for m in messages]
+    assert summary == [("analysis", None, "A"), ("commentary", None, "Checking."),
+                       ("commentary", "functions.get_weather", '{"c": 1}')]
+    deltas = "".join(s.delta for s in segments if s.recipient == "functions.get_weather")
+    assert deltas == '{"c": 1}'
+    assert reasoning_tokens == 1
+    assert parser.flush() == []  # nothing open: nothing to complete
