@@ -1,8 +1,33 @@
 #!/usr/bin/env bash
-# Set up and run the main job on its embedded default: parse sample gpt-oss outputs
-# (well-formed and malformed) in both front ends and print the OpenAI view of each.
+# The main job: a real vLLM OpenAI server with harmony-ext as its tool-call and reasoning
+# parser, answering a real tool-calling chat request from the openai client.
+#
+# With no GPU or model (the embedded default) it serves a tiny random-weight gpt-oss model
+# on the CPU, built offline with the real o200k_harmony tokenizer, whose output is scripted
+# per request to what gpt-oss writes (scripts/demo_vllm.py shows the script). It sets up
+# .venv (core) and .venv-vllm (vLLM CPU), starts the server, sends the request, prints what
+# came back, and stops the server. It also prints the core's own demo first.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 scripts/setup_env.sh
+echo "== harmony-ext demo (the core parser, no engine)"
 .venv/bin/harmony-ext demo
+
+scripts/setup_vllm_env.sh
+PORT="${PORT:-$(.venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
+LOG="$(mktemp -t harmony-ext-vllm.XXXXXX.log)"
+echo "== starting vLLM (CPU, tiny gpt-oss) on 127.0.0.1:$PORT with --tool-call-parser harmony-ext --reasoning-parser harmony-ext; log: $LOG"
+TOOL_PARSER=harmony-ext REASONING_PARSER=harmony-ext setsid scripts/vllm_tiny_server.sh "$PORT" >"$LOG" 2>&1 &
+SERVER=$!
+stop() { kill -TERM "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; }
+trap stop EXIT
+for _ in $(seq 1 300); do
+    if curl -sf "http://127.0.0.1:$PORT/health" >/dev/null; then break; fi
+    if ! kill -0 "$SERVER" 2>/dev/null; then echo "vLLM exited; its log:" >&2; tail -50 "$LOG" >&2; exit 1; fi
+    sleep 1
+done
+curl -sf "http://127.0.0.1:$PORT/health" >/dev/null || { echo "vLLM did not start in 300 s" >&2; tail -50 "$LOG" >&2; exit 1; }
+grep -h "harmony-ext" "$LOG" | head -3 || true
+echo "== request"
+.venv-vllm/bin/python scripts/demo_vllm.py "http://127.0.0.1:$PORT"
