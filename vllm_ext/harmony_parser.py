@@ -16,6 +16,7 @@ Everything else (``adjust_request`` and its structural tags for ``tool_choice`` 
 from __future__ import annotations
 
 import logging
+import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -44,6 +45,9 @@ from harmony_plugins.events import (
 from harmony_plugins.header import tool_names
 
 logger = logging.getLogger("vllm.harmony_ext")
+
+PASS_UNDECLARED = os.environ.get("HARMONY_EXT_PASS_UNDECLARED", "").lower() in ("1", "true")
+"""Server option: surface calls to ``functions.*`` names the request did not declare."""
 
 RECOVERIES: Counter[str] = Counter()
 """Recovery rules applied in this process since start, by rule name."""
@@ -96,7 +100,8 @@ class HarmonyExtParser(HarmonyParser):
         core = self._core
         if core is None:
             core = self._core = StreamParser(self._tools, self._vocab,
-                                             id_factory=make_tool_call_id)
+                                             id_factory=make_tool_call_id,
+                                             pass_undeclared=PASS_UNDECLARED)
         return core
 
     def _feed(self, token_ids: Sequence[int]) -> tuple[list[Event], int]:
