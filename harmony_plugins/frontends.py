@@ -3,8 +3,8 @@
 Each turns the pieces of one delta into calls of ``Machine.text`` / ``Machine.marker``,
 holding back only what cannot be decided yet:
 
-* ids: the bytes of a UTF-8 character split across tokens (or deltas), in an incremental
-  decoder. Consecutive ordinary tokens are joined and decoded in one call.
+* ids: the first bytes of a UTF-8 character split across tokens (or deltas). Consecutive
+  ordinary tokens are joined and decoded in one call.
 * text: a possible marker cut by the end of the delta (``<|chan``), at most
   ``MAX_SPELLING - 1`` characters. Text is searched for ``<|`` with ``str.find``, so each
   character is looked at a constant number of times.
@@ -17,20 +17,20 @@ from collections.abc import Iterable
 
 from . import markers as mk
 from .events import Event
-from .machine import Machine
+from .machine import BODY, REASONING, Machine
 
-_Utf8Decoder = codecs.getincrementaldecoder("utf-8")
+_utf8_decode = codecs.utf_8_decode  # (data, errors, final) -> (text, bytes used)
 
 
 class IdsInput:
     """Token ids to text and markers, through a vocabulary's table."""
 
-    __slots__ = ("table", "size", "decoder", "reasoning_tokens")
+    __slots__ = ("table", "size", "pending", "reasoning_tokens")
 
     def __init__(self, table: list[bytes | int | None]) -> None:
         self.table = table
         self.size = len(table)
-        self.decoder = _Utf8Decoder("replace")
+        self.pending = b""  # the start of a UTF-8 character whose other bytes are to come
         self.reasoning_tokens = 0  # ordinary tokens that went to reasoning (usage figures)
 
     def feed(self, ids: Iterable[int], machine: Machine, out: list[Event]) -> None:
@@ -44,10 +44,9 @@ class IdsInput:
                 continue
             if run:
                 self._run(run, machine, out)
-                run.clear()
-            text = self.decoder.decode(b"", True)  # a character cut by the marker
-            if text:
-                machine.text(text, out)
+                run = []
+            if self.pending:  # a character cut by the marker
+                self.flush(machine, out)
             if piece is None:
                 machine.unknown_token(out)
             else:
@@ -57,15 +56,20 @@ class IdsInput:
 
     def _run(self, run: list[bytes], machine: Machine, out: list[Event]) -> None:
         """Pass on a run of ordinary tokens: their route cannot change inside the run."""
-        text = self.decoder.decode(run[0] if len(run) == 1 else b"".join(run))
+        data = run[0] if len(run) == 1 else b"".join(run)
+        if self.pending:
+            data = self.pending + data
+        text, used = _utf8_decode(data, "replace", False)
+        self.pending = data[used:] if used < len(data) else b""
         if text:
             machine.text(text, out)
-        if machine.in_reasoning():
+        if machine.state == BODY and machine.route == REASONING:
             self.reasoning_tokens += len(run)
 
     def flush(self, machine: Machine, out: list[Event]) -> None:
-        text = self.decoder.decode(b"", True)
-        if text:
+        if self.pending:
+            text = self.pending.decode("utf-8", "replace")
+            self.pending = b""
             machine.text(text, out)
 
 

@@ -136,10 +136,6 @@ class Machine:
         else:
             self.dropped.append(text)
 
-    def in_reasoning(self) -> bool:
-        """Whether body text now goes to reasoning."""
-        return self.state == BODY and self.route == REASONING
-
     def marker(self, marker: int, out: list[Event]) -> None:
         """Take the next control token."""
         if marker == mk.IGNORED:
