@@ -32,6 +32,7 @@ from vllm.parser.harmony import ChunkResult, HarmonyParser, Segment
 from vllm.renderers.chat_utils import make_tool_call_id
 
 from harmony_plugins import StreamParser, Vocab
+from harmony_plugins import markers as mk
 from harmony_plugins.events import (
     ContentText,
     EndOfTurn,
@@ -59,6 +60,8 @@ BUILTIN_RECIPIENTS = {
     "container": ("container.exec",),
 }
 _BUILTIN_NAMES = frozenset(n for names in BUILTIN_RECIPIENTS.values() for n in names)
+# Markers after which the engine stops: the message being streamed is complete.
+_STOP_MARKERS = (mk.RETURN, mk.CALL, mk.END_OF_TEXT)
 
 
 def request_tool_names(tools: Iterable[Any] | None) -> frozenset[str]:
@@ -103,6 +106,11 @@ class HarmonyExtParser(HarmonyParser):
                                              id_factory=make_tool_call_id,
                                              pass_undeclared=PASS_UNDECLARED)
         return core
+
+    def _apply_tool_choice(self, request: Any) -> None:
+        """With ``tool_choice: "none"`` no call is surfaced (counted as undeclared)."""
+        if self._core is None and getattr(request, "tool_choice", None) == "none":
+            self._tools = frozenset()
 
     def _feed(self, token_ids: Sequence[int]) -> tuple[list[Event], int]:
         """Feed one step's ids; return the events and how many ids were reasoning."""
@@ -149,6 +157,7 @@ class HarmonyExtParser(HarmonyParser):
         enable_auto_tools: bool = False,
         model_output_token_ids: Sequence[int] = (),
     ) -> tuple[str | None, str | None, list[FunctionCall] | None]:
+        self._apply_tool_choice(request)
         events, _ = self._feed(model_output_token_ids)
         self._count(events)
         events += self._close()
@@ -175,6 +184,7 @@ class HarmonyExtParser(HarmonyParser):
         *,
         finished: bool,
     ) -> DeltaMessage | None:
+        self._apply_tool_choice(request)
         events, _ = self._feed(delta_token_ids)
         self._count(events)
         if finished:
@@ -230,7 +240,18 @@ class HarmonyExtParser(HarmonyParser):
             return ChunkResult(segments=[], reasoning_token_count=0)
         events, reasoning = self._feed(token_ids)
         self._count(events)
-        return ChunkResult(segments=self._segments(events), reasoning_token_count=reasoning)
+        segments = self._segments(events)
+        if self._open is not None and self._stops(token_ids):
+            # The engine stops here: complete the open message now, not in flush(); vLLM
+            # marks the last message "incomplete" when flush() returns anything.
+            self._switch_to(None, segments)
+        return ChunkResult(segments=segments, reasoning_token_count=reasoning)
+
+    def _stops(self, token_ids: Sequence[int]) -> bool:
+        """Whether the ids hold ``<|return|>``, ``<|call|>`` or ``<|endoftext|>``."""
+        table = self._vocab.table
+        size = len(table)
+        return any(0 <= t < size and table[t] in _STOP_MARKERS for t in token_ids)
 
     def flush(self) -> list[Segment]:
         return self._segments(self._close())
