@@ -248,10 +248,13 @@ class HarmonyExtParser(HarmonyParser):
         return ChunkResult(segments=segments, reasoning_token_count=reasoning)
 
     def _stops(self, token_ids: Sequence[int]) -> bool:
-        """Whether the ids hold ``<|return|>``, ``<|call|>`` or ``<|endoftext|>``."""
+        """Whether the step ends with ``<|return|>``, ``<|call|>`` or ``<|endoftext|>``.
+
+        The engine stops right after such a token, so only the last id need be looked at.
+        """
         table = self._vocab.table
-        size = len(table)
-        return any(0 <= t < size and table[t] in _STOP_MARKERS for t in token_ids)
+        last = token_ids[-1]
+        return 0 <= last < len(table) and table[last] in _STOP_MARKERS
 
     def flush(self) -> list[Segment]:
         return self._segments(self._close())
