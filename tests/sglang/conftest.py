@@ -79,6 +79,29 @@ def gpt_oss_model_dir(hf_dir: Path, tmp_path_factory: pytest.TempPathFactory) ->
     return model
 
 
+@pytest.fixture(scope="session", autouse=True)
+def sglang_plugins_loaded() -> None:
+    """SGLang's own plugin loader, as every SGLang process runs it (registers harmony-ext when
+    the package is installed; its hooks act only when a harmony-ext parser is selected)."""
+    from sglang.srt.plugins import load_plugins
+
+    load_plugins()
+
+
+@pytest.fixture(scope="session")
+def harmony_server_args(gpt_oss_model_dir: Path) -> Any:
+    """ServerArgs selecting both harmony-ext parsers (publish it where the server's choice
+    matters)."""
+    from sglang.srt.server_args import ServerArgs
+
+    return ServerArgs(
+        model_path=str(gpt_oss_model_dir),
+        tool_call_parser="harmony-ext",
+        reasoning_parser="harmony-ext",
+        device="cpu",
+    )
+
+
 @dataclass
 class ScriptedTokenizerManager:
     """Stands in for SGLang's TokenizerManager; ``generate_request`` replays ``deltas``.
@@ -170,7 +193,8 @@ RunChat = Callable[..., ChatResult]
 
 @pytest.fixture(scope="session")
 def sglang_chat(gpt_oss_model_dir: Path) -> RunChat:
-    """Returns ``run(deltas, *, stream, tools=None, messages=None, tool_parser, reasoning_parser)``.
+    """Returns ``run(deltas, *, stream, tools=None, messages=None, tool_parser, reasoning_parser,
+    chat_template)``.
 
     Builds real ServerArgs/TemplateManager/OpenAIServingChat (about 10 s, once per parser pair);
     only the model is scripted.
@@ -184,12 +208,21 @@ def sglang_chat(gpt_oss_model_dir: Path) -> RunChat:
     from sglang.srt.server_args import ServerArgs
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(gpt_oss_model_dir))
-    tokenizer.chat_template = HARMONY_TEST_TEMPLATE
-    cache: dict[tuple[str | None, str | None], tuple[Any, Any]] = {}
+    tokenizers: dict[str, Any] = {}
+    cache: dict[tuple[str | None, str | None, str], tuple[Any, Any]] = {}
 
-    def setup(tool_parser: str | None, reasoning_parser: str | None) -> tuple[Any, Any]:
-        key = (tool_parser, reasoning_parser)
+    def tokenizer_for(template: str) -> Any:
+        if template not in tokenizers:
+            tokenizer = AutoTokenizer.from_pretrained(str(gpt_oss_model_dir))
+            tokenizer.chat_template = template
+            tokenizers[template] = tokenizer
+        return tokenizers[template]
+
+    def setup(
+        tool_parser: str | None, reasoning_parser: str | None, template: str
+    ) -> tuple[Any, Any]:
+        tokenizer = tokenizer_for(template)
+        key = (tool_parser, reasoning_parser, template)
         if key not in cache:
             args = ServerArgs(
                 model_path=str(gpt_oss_model_dir),
@@ -217,10 +250,13 @@ def sglang_chat(gpt_oss_model_dir: Path) -> RunChat:
         finish: dict[str, Any] | None = None,
         tool_parser: str | None = "gpt-oss",
         reasoning_parser: str | None = "gpt-oss",
+        chat_template: str = HARMONY_TEST_TEMPLATE,
         **request: Any,
     ) -> ChatResult:
-        args, templates = setup(tool_parser, reasoning_parser)
-        manager = ScriptedTokenizerManager(args, tokenizer, deltas=deltas, finish=finish)
+        args, templates = setup(tool_parser, reasoning_parser, chat_template)
+        manager = ScriptedTokenizerManager(
+            args, tokenizer_for(chat_template), deltas=deltas, finish=finish
+        )
         chat = OpenAIServingChat(manager, templates)
         body: dict[str, Any] = {
             "model": "gpt-oss",

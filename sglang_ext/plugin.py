@@ -1,0 +1,334 @@
+"""The ``sglang.srt.plugins`` entry point: register ``harmony-ext`` in every SGLang process.
+
+SGLang's ``load_plugins()`` calls :func:`register` once per process that loads plugins (the
+launcher before it parses arguments, the scheduler, the detokenizer), with no arguments and
+before the server's configuration is known. So :func:`register` registers names and hooks
+unconditionally, and every hook decides at call time whether a ``harmony-ext`` parser is selected;
+with other parsers SGLang behaves exactly as without the plugin.
+
+What it installs (docs/sglang-internals.md has the why of each):
+
+* the tool-call detector and the reasoning detector named ``harmony-ext``
+  (:mod:`sglang_ext.detectors`), which makes ``--tool-call-parser`` / ``--reasoning-parser``
+  accept the name;
+* AFTER ``ReasoningParser.__init__`` and ``FunctionCallParser.__init__``: hand our detectors the
+  request's tools (SGLang gives reasoning detectors none, and ``has_tool_call`` none);
+* AFTER ``DetokenizerManager.init_running_status``: keep the stop token ``<|call|>`` in the text
+  for ``harmony-ext`` as SGLang does for ``gpt-oss`` (a call cut without it is accepted anyway);
+* AROUND ``OpenAIServingChat._render_and_encode_chat_template``: control-token spellings in
+  message text are tokenized as text (:mod:`sglang_ext.prompt`);
+* ``SGLANG_HTTP_SERVER_APP_PATH`` (when unset): tokenizer workers (``--tokenizer-worker-num``
+  > 1) do not load plugins, so they import :mod:`sglang_ext.http_app`, which does.
+
+SGLang without plugin support: ``python -m sglang_ext.launch_server`` registers, then runs SGLang's
+own launcher.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import os
+import pkgutil
+from collections.abc import Callable
+from typing import Any
+
+from .detectors import NAME
+
+MIN_VERSION = (0, 5, 22)
+CHECKED_VERSIONS = ("0.5.22", "0.5.23")
+APP_ENV = "SGLANG_HTTP_SERVER_APP_PATH"
+APP_PATH = "sglang_ext.http_app:app"
+
+REASONING_INIT = "sglang.srt.parser.reasoning_parser.ReasoningParser.__init__"
+TOOL_INIT = "sglang.srt.function_call.function_call_parser.FunctionCallParser.__init__"
+DETOKENIZER_INIT = (
+    "sglang.srt.managers.detokenizer_manager.DetokenizerManager.init_running_status"
+)
+RENDER = (
+    "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat._render_and_encode_chat_template"
+)
+
+logger = logging.getLogger("sglang_ext")
+
+_HOOK_MARK = "_harmony_ext_hook"
+_registered = False
+status: dict[str, str] = {}
+"""What :func:`register` did in this process, by item (for logs and tests)."""
+
+
+def sglang_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("sglang")
+    except Exception:
+        import sglang
+
+        return getattr(sglang, "__version__", "unknown")
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for part in version.split("."):
+        digits = ""
+        for ch in part:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            break
+        parts.append(int(digits))
+        if digits != part:
+            break
+    return tuple(parts)
+
+
+def check_sglang() -> str | None:
+    """What this SGLang lacks for the parsers to work, or None."""
+    try:
+        from sglang.srt.function_call.base_format_detector import BaseFormatDetector
+        from sglang.srt.function_call.function_call_parser import FunctionCallParser
+        from sglang.srt.parser.reasoning_parser import (
+            BaseReasoningFormatDetector,
+            ReasoningParser,
+        )
+    except ImportError as e:
+        return f"cannot import SGLang's parser registries ({e})"
+    if not isinstance(getattr(FunctionCallParser, "ToolCallParserEnum", None), dict):
+        return "FunctionCallParser.ToolCallParserEnum is not a dict"
+    if not isinstance(getattr(ReasoningParser, "DetectorMap", None), dict):
+        return "ReasoningParser.DetectorMap is not a dict"
+    for owner, attrs in (
+        (BaseFormatDetector, ("parse_streaming_increment", "detect_and_parse",
+                              "has_tool_call", "finish", "get_structural_tag_name")),
+        (BaseReasoningFormatDetector, ("parse_streaming_increment", "detect_and_parse",
+                                       "finish")),
+    ):
+        for attr in attrs:
+            if not hasattr(owner, attr):
+                return f"{owner.__name__}.{attr} does not exist"
+    if "request" not in inspect.signature(ReasoningParser.__init__).parameters:
+        return "ReasoningParser.__init__ takes no request (needed to give the parse its tools)"
+    return None
+
+
+def register() -> None:
+    """Entry point: register the ``harmony-ext`` names and hooks, or log why not. Idempotent."""
+    global _registered
+    if _registered:
+        logger.debug("harmony-ext: already registered in this process")
+        return
+    version = sglang_version()
+    problem = check_sglang()
+    if problem:
+        status["enabled"] = f"no: {problem}"
+        logger.error("harmony-ext: not enabled on SGLang %s: %s. The parser name %r is not "
+                     "registered; supported: SGLang %s and newer.", version, problem, NAME,
+                     ".".join(map(str, MIN_VERSION)))
+        return
+    _registered = True
+    if version_tuple(version) < MIN_VERSION:
+        logger.warning("harmony-ext: SGLang %s is older than %s, which was never tested; its "
+                       "hook points exist, so harmony-ext is enabled anyway.", version,
+                       ".".join(map(str, MIN_VERSION)))
+    register_names()
+    status["enabled"] = f"yes, SGLang {version}"
+    hooks = install_hooks()
+    status.update(hooks)
+    status["tokenizer workers"] = point_workers_at_our_app()
+    logger.info("harmony-ext: registered tool-call and reasoning parser %r on SGLang %s; %s",
+                NAME, version, "; ".join(f"{k}: {v}" for k, v in status.items()))
+
+
+def register_names() -> None:
+    """Put both detectors in SGLang's registries (argparse takes its choices from them)."""
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+    from .detectors import HarmonyExtDetector, HarmonyExtReasoningDetector
+
+    FunctionCallParser.ToolCallParserEnum[NAME] = HarmonyExtDetector
+    ReasoningParser.DetectorMap[NAME] = HarmonyExtReasoningDetector
+    # The static name lists, used while the registries are not imported (cheap argparse).
+    for module, attr in (("sglang.srt.function_call.parser_names", "TOOL_CALL_PARSER_NAMES"),
+                         ("sglang.srt.parser.reasoning_parser_names", "REASONING_PARSER_NAMES")):
+        try:
+            names = getattr(pkgutil.resolve_name(module), attr)
+        except Exception:
+            continue
+        if isinstance(names, list) and NAME not in names:
+            names.append(NAME)
+
+
+# -- hooks -----------------------------------------------------------------------------------
+
+
+def bind_reasoning_request(result: Any, *args: Any, **kwargs: Any) -> None:
+    """AFTER ``ReasoningParser.__init__``: give our detector the request (for its tools)."""
+    from .detectors import HarmonyExtReasoningDetector
+
+    parser = args[0] if args else None
+    detector = getattr(parser, "detector", None)
+    if isinstance(detector, HarmonyExtReasoningDetector):
+        request = kwargs["request"] if "request" in kwargs else _positional(
+            args, REASONING_INIT, "request")
+        if request is not None:
+            detector.bind_request(request)
+
+
+def bind_tool_parser_tools(result: Any, *args: Any, **kwargs: Any) -> None:
+    """AFTER ``FunctionCallParser.__init__``: give our detector the tools (for has_tool_call)."""
+    from .detectors import HarmonyExtDetector
+
+    parser = args[0] if args else None
+    detector = getattr(parser, "detector", None)
+    if isinstance(detector, HarmonyExtDetector):
+        detector.bind_tools(getattr(parser, "tools", None))
+
+
+def keep_call_token(result: Any, *args: Any, **kwargs: Any) -> None:
+    """AFTER ``DetokenizerManager.init_running_status``: keep ``<|call|>`` for harmony-ext."""
+    manager = args[0] if args else None
+    from .detectors import selected_parser
+
+    selected = selected_parser("tool_call_parser")
+    if selected is None:  # no published config: fall back to the arguments given
+        server_args = kwargs.get("server_args", args[1] if len(args) > 1 else None)
+        selected = getattr(server_args, "tool_call_parser", None)
+    if selected == NAME and manager is not None:
+        manager.is_tool_call_parser_gpt_oss = True
+
+
+@functools.cache
+def _positions(target: str) -> dict[str, int]:
+    """Parameter positions of a hooked function (self included), read from its original."""
+    func = pkgutil.resolve_name(target)
+    func = inspect.unwrap(func)
+    return {name: i for i, name in enumerate(inspect.signature(func).parameters)}
+
+
+def _positional(args: tuple[Any, ...], target: str, name: str) -> Any:
+    index = _positions(target).get(name)
+    return args[index] if index is not None and index < len(args) else None
+
+
+def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]:
+    """(what, target, hook, kind, why missing) for each hook."""
+    from .prompt import render_and_encode
+
+    points = [
+        ("tools to the reasoning parse", REASONING_INIT, bind_reasoning_request, "AFTER"),
+        ("tools to has_tool_call", TOOL_INIT, bind_tool_parser_tools, "AFTER"),
+        ("keep <|call|>", DETOKENIZER_INIT, keep_call_token, "AFTER"),
+        ("prompt control tokens as text", RENDER, render_and_encode, "AROUND"),
+    ]
+    out = []
+    for what, target, hook, kind in points:
+        out.append((what, target, hook, kind, _missing(target)))
+    return out
+
+
+def _missing(target: str) -> str | None:
+    """Why a hook target cannot be used, or None."""
+    try:
+        func = pkgutil.resolve_name(target)
+    except Exception as e:
+        return f"{target} not found ({type(e).__name__}: {e})"
+    if target == DETOKENIZER_INIT:
+        from sglang.srt.managers.detokenizer_manager import DetokenizerManager
+
+        trim = getattr(DetokenizerManager, "trim_matched_stop", None)
+        if "is_tool_call_parser_gpt_oss" not in getattr(getattr(trim, "__code__", None),
+                                                        "co_names", ()):
+            return ("DetokenizerManager.trim_matched_stop no longer reads "
+                    "is_tool_call_parser_gpt_oss")
+    if target == RENDER:
+        params = inspect.signature(inspect.unwrap(func)).parameters
+        if not {"messages", "tools", "template_kwargs", "encode_kwargs"} <= set(params):
+            return f"{target} has an unknown signature"
+    return None
+
+
+def install_hooks() -> dict[str, str]:
+    """Register the hooks with SGLang's HookRegistry (applied by load_plugins), or patch."""
+    try:
+        from sglang.srt.plugins.hook_registry import HookRegistry, HookType
+    except ImportError:
+        HookRegistry = HookType = None  # noqa: N806 - an SGLang without plugin support
+    done: dict[str, str] = {}
+    for what, target, hook, kind, missing in _hook_points():
+        if missing:
+            done[what] = f"off ({missing})"
+            logger.warning("harmony-ext: hook %r not installed: %s", what, missing)
+            continue
+        if HookRegistry is not None:
+            registered = HookRegistry._hooks.get(target, []) if hasattr(
+                HookRegistry, "_hooks") else []
+            if not any(h is hook for _, h, _ in registered):
+                HookRegistry.register(target, hook, getattr(HookType, kind))
+            done[what] = "on"
+        else:
+            _patch(target, hook, kind)
+            done[what] = "on (patched directly)"
+    return done
+
+
+def _patch(target: str, hook: Callable[..., Any], kind: str) -> None:
+    """Wrap ``target`` in place (SGLang without HookRegistry); once per process."""
+    owner_path, attr = target.rsplit(".", 1)
+    owner = pkgutil.resolve_name(owner_path)
+    original = getattr(owner, attr)
+    if getattr(original, _HOOK_MARK, False):
+        return
+
+    if kind == "AFTER":
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            hook(result, *args, **kwargs)
+            return result
+    else:
+        @functools.wraps(original)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return hook(original, *args, **kwargs)
+
+    setattr(wrapper, _HOOK_MARK, True)
+    setattr(owner, attr, wrapper)
+
+
+def point_workers_at_our_app() -> str:
+    """Make multi-worker HTTP servers import an app that loads plugins first."""
+    try:
+        from sglang.srt.environ import envs
+    except ImportError:
+        envs = None
+    if envs is None or not hasattr(envs, APP_ENV):
+        return ("not covered: this SGLang has no SGLANG_HTTP_SERVER_APP_PATH; with "
+                "--tokenizer-worker-num > 1 start through python -m sglang_ext.launch_server")
+    current = os.environ.get(APP_ENV)
+    if current is None:
+        os.environ[APP_ENV] = APP_PATH
+        return f"{APP_ENV}={APP_PATH}"
+    if current == APP_PATH:
+        return f"{APP_ENV}={APP_PATH}"
+    logger.warning("harmony-ext: %s is set to %r; with --tokenizer-worker-num > 1 that app "
+                   "must call sglang.srt.plugins.load_plugins() before serving, or the "
+                   "harmony-ext names are unknown in the workers.", APP_ENV, current)
+    return f"{APP_ENV} left at {current!r} (must load plugins)"
+
+
+def ensure_loaded() -> None:
+    """Register through SGLang's plugin loader where it exists (all plugins, hooks applied)."""
+    try:
+        from sglang.srt.plugins import load_plugins
+    except ImportError:
+        register()
+        return
+    load_plugins()
+    if not _registered:  # our entry point is filtered out or not installed
+        register()
+        from sglang.srt.plugins.hook_registry import HookRegistry
+
+        HookRegistry.apply_hooks()

@@ -1,0 +1,159 @@
+"""Prompt side: a control-token spelling in message text reaches the model as text.
+
+SGLang renders chat prompts with the Hugging Face chat template to one string and tokenizes it,
+so a user writing ``<|call|>`` (or a tool result containing ``<|end|>``) puts the real control
+token into the prompt: the user can forge turns, and the model sees markup that was never there
+(docs/sglang-prompt-side.md). ``openai_harmony``, which vLLM uses, encodes message text as
+ordinary tokens; this does the same for SGLang's chat path.
+
+:func:`render_and_encode` wraps ``OpenAIServingChat._render_and_encode_chat_template`` (AROUND
+hook, installed by :mod:`sglang_ext.plugin`) and acts only when a ``harmony-ext`` parser is
+selected and some message or tool text spells a special token. Then every such spelling is
+replaced by a random placeholder before rendering, the template's own markers become their token
+ids, and the text between them, with the spellings put back, is tokenized as plain text. Without
+spellings in the input the original code runs untouched (and its prompt cache with it).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from .detectors import NAME
+
+logger = logging.getLogger("sglang_ext")
+
+_guards: dict[int, tuple[Any, PromptGuard | None]] = {}
+_logged: set[str] = set()
+
+
+class PromptGuard:
+    """A tokenizer's special-token spellings, and plain-text encoding around them."""
+
+    def __init__(self, tokenizer: Any, added: dict[str, int]) -> None:
+        self.tokenizer = tokenizer
+        self.ids = added
+        spellings = sorted(added, key=len, reverse=True)
+        self.pattern = re.compile("|".join(map(re.escape, spellings)))
+
+    def escape(self, value: Any, found: list[str], nonce: str) -> Any:
+        """``value`` (messages, tools) with every spelling in its strings made a placeholder."""
+        if isinstance(value, str):
+            if "<" not in value:
+                return value
+
+            def placeholder(m: re.Match[str]) -> str:
+                found.append(m.group())
+                return f"[[hx-{nonce}-{len(found) - 1}]]"
+
+            return self.pattern.sub(placeholder, value)
+        if isinstance(value, list):
+            return [self.escape(v, found, nonce) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self.escape(v, found, nonce) for v in value)
+        if isinstance(value, dict):
+            return {k: self.escape(v, found, nonce) for k, v in value.items()}
+        return value
+
+    def encode(self, rendered: str, found: list[str], nonce: str) -> list[int] | None:
+        """Token ids of a rendered prompt: the template's markers as ids, the rest as text.
+
+        None when the template mangled a placeholder (then the caller renders as SGLang does).
+        """
+        placeholder = re.compile(re.escape(f"[[hx-{nonce}-") + r"(\d+)\]\]")
+        if "[[hx-" in placeholder.sub("", rendered):  # a placeholder the template cut
+            return None
+        tokenizer = self.tokenizer
+        ids: list[int] = []
+
+        def text(segment: str) -> None:
+            if segment:
+                segment = placeholder.sub(lambda m: found[int(m.group(1))], segment)
+                ids.extend(tokenizer.encode(segment, add_special_tokens=False,
+                                            split_special_tokens=True))
+
+        pos = 0
+        for m in self.pattern.finditer(rendered):  # only the template's own markers are left
+            text(rendered[pos:m.start()])
+            ids.append(self.ids[m.group()])
+            pos = m.end()
+        text(rendered[pos:])
+        return ids
+
+
+def guard_for(tokenizer: Any) -> PromptGuard | None:
+    """The tokenizer's guard (cached), or None when it has no special tokens to guard."""
+    key = id(tokenizer)
+    cached = _guards.get(key)
+    if cached is not None and cached[0] is tokenizer:
+        return cached[1]
+    try:
+        added = {s: i for s, i in tokenizer.get_added_vocab().items() if s}
+    except Exception:
+        added = {}
+    guard = PromptGuard(tokenizer, added) if added else None
+    _guards[key] = (tokenizer, guard)
+    return guard
+
+
+def _once(key: str, message: str, *args: Any) -> None:
+    if key not in _logged:
+        _logged.add(key)
+        logger.info(message, *args)
+
+
+def render_and_encode(original: Callable[..., Any], self: Any, *args: Any,
+                      **kwargs: Any) -> Any:
+    """AROUND hook on ``OpenAIServingChat._render_and_encode_chat_template``."""
+    if NAME not in (getattr(self, "tool_call_parser", None),
+                    getattr(self, "reasoning_parser", None)):
+        return original(self, *args, **kwargs)
+    try:
+        bound = inspect.signature(original).bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
+        messages, tools = a["messages"], a.get("tools")
+        template_kwargs = a.get("template_kwargs") or {}
+        encode_kwargs = a.get("encode_kwargs") or {}
+        add_generation_prompt = a.get("add_generation_prompt", True)
+        tokenizer = self.tokenizer_manager.tokenizer
+    except Exception:  # a signature we do not know: leave the prompt to SGLang
+        _once("signature", "harmony-ext: unknown _render_and_encode_chat_template signature; "
+              "control-token spellings in messages are left to SGLang")
+        return original(self, *args, **kwargs)
+    guard = guard_for(tokenizer)
+    if guard is None:
+        return original(self, *args, **kwargs)
+    nonce = secrets.token_hex(8)
+    found: list[str] = []
+    escaped_messages = guard.escape(messages, found, nonce)
+    escaped_tools = guard.escape(tools, found, nonce)
+    if not found:
+        return original(self, *args, **kwargs)
+    if (getattr(self.template_manager, "python_chat_template", None) is not None
+            or getattr(self, "_prompt_text_round_trip_is_lossy", False)
+            or (encode_kwargs.get("add_special_tokens")
+                and tokenizer.encode("", add_special_tokens=True))):
+        _once("path", "harmony-ext: this chat template path is not covered; control-token "
+              "spellings in messages are left to SGLang")
+        return original(self, *args, **kwargs)
+    rendered = tokenizer.apply_chat_template(
+        escaped_messages,
+        tokenize=False,
+        add_generation_prompt=add_generation_prompt,
+        tools=escaped_tools,
+        return_dict=False,
+        **template_kwargs,
+    )
+    ids = guard.encode(rendered, found, nonce)
+    if ids is None:
+        _once("mangled", "harmony-ext: the chat template altered message text; control-token "
+              "spellings in messages are left to SGLang")
+        return original(self, *args, **kwargs)
+    logger.debug("harmony-ext: %d control-token spelling(s) in message text encoded as text",
+                 len(found))
+    return ids, None

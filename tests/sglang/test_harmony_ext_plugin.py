@@ -1,0 +1,196 @@
+"""Registration of harmony-ext in SGLang: names, argument parsing, hooks, launcher, workers.
+
+Runs on SGLang's own code: ``load_plugins()`` (session fixture in conftest),
+``prepare_server_args``, ``HookRegistry``, the real ``DetokenizerManager.trim_matched_stop``, and
+fresh interpreters for what only a new process shows (the launcher, spawned children, tokenizer
+workers).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sglang.srt.function_call.function_call_parser import FunctionCallParser
+from sglang.srt.parser.reasoning_parser import ReasoningParser
+from sglang.srt.plugins.hook_registry import HookRegistry
+
+from sglang_ext import plugin
+from sglang_ext.detectors import HarmonyExtDetector, HarmonyExtReasoningDetector
+
+NAME = "harmony-ext"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_names_resolve_after_load_plugins() -> None:
+    assert FunctionCallParser.ToolCallParserEnum[NAME] is HarmonyExtDetector
+    assert ReasoningParser.DetectorMap[NAME] is HarmonyExtReasoningDetector
+    assert isinstance(FunctionCallParser([], NAME).detector, HarmonyExtDetector)
+    assert isinstance(ReasoningParser(NAME).detector, HarmonyExtReasoningDetector)
+    assert plugin.status["enabled"].startswith("yes")
+    for item in ("tools to the reasoning parse", "tools to has_tool_call", "keep <|call|>",
+                 "prompt control tokens as text"):
+        assert plugin.status[item] == "on", (item, plugin.status)
+
+
+def wrapper_depth(func: Any) -> int:
+    depth = 0
+    while hasattr(func, "__wrapped__"):
+        func, depth = func.__wrapped__, depth + 1
+    return depth
+
+
+def test_register_again_changes_nothing() -> None:
+    from sglang.srt.plugins import load_plugins
+
+    targets = [plugin.REASONING_INIT, plugin.TOOL_INIT, plugin.DETOKENIZER_INIT, plugin.RENDER]
+    before = {t: len(HookRegistry._hooks[t]) for t in targets}
+    plugin.register()
+    plugin._registered = False  # as if a second copy of the entry point ran
+    plugin.register()
+    load_plugins()
+    HookRegistry.apply_hooks()
+    assert {t: len(HookRegistry._hooks[t]) for t in targets} == before == dict.fromkeys(targets, 1)
+    assert wrapper_depth(ReasoningParser.__init__) == 1
+
+
+def test_refuses_and_says_why_when_a_hook_point_is_missing(monkeypatch, caplog) -> None:
+    monkeypatch.setattr(ReasoningParser, "DetectorMap", list(ReasoningParser.DetectorMap))
+    monkeypatch.setattr(plugin, "_registered", False)
+    monkeypatch.setattr(plugin, "status", {})
+    with caplog.at_level(logging.ERROR, logger="sglang_ext"):
+        plugin.register()
+    assert "ReasoningParser.DetectorMap is not a dict" in caplog.text
+    assert plugin.status["enabled"].startswith("no:")
+    assert plugin._registered is False
+
+
+def test_version_check() -> None:
+    assert plugin.version_tuple("0.5.23") == (0, 5, 23)
+    assert plugin.version_tuple("0.5.22rc1") == (0, 5, 22)
+    assert plugin.version_tuple("0.5.9.post2") == (0, 5, 9)
+    assert plugin.version_tuple("0.5.21") < plugin.MIN_VERSION <= plugin.version_tuple("0.6")
+    assert plugin.version_tuple(plugin.sglang_version()) >= plugin.MIN_VERSION
+
+
+def test_launch_server_argument_parsing_accepts_harmony_ext(gpt_oss_model_dir: Path) -> None:
+    from sglang.srt.server_args import prepare_server_args
+
+    args = prepare_server_args(["--model-path", str(gpt_oss_model_dir), "--tool-call-parser",
+                                NAME, "--reasoning-parser", NAME])
+    assert (args.tool_call_parser, args.reasoning_parser) == (NAME, NAME)
+    with pytest.raises(SystemExit):
+        prepare_server_args(["--model-path", str(gpt_oss_model_dir),
+                             "--tool-call-parser", "harmony-nope"])
+
+
+# -- <|call|>: SGLang's detokenizer keeps it for harmony-ext as for gpt-oss --------------------
+
+
+@pytest.mark.parametrize("parser, kept", [(NAME, True), ("gpt-oss", True), ("pythonic", False)])
+def test_detokenizer_keeps_call_token_for_harmony_ext(gpt_oss_model_dir: Path, parser: str,
+                                                      kept: bool) -> None:
+    from sglang.srt.managers.detokenizer_manager import DetokenizerManager
+    from sglang.srt.runtime_context import publish
+    from sglang.srt.server_args import ServerArgs
+
+    args = ServerArgs(model_path=str(gpt_oss_model_dir), tool_call_parser=parser, device="cpu")
+    publish(args, role="detokenizer")
+    manager = DetokenizerManager.__new__(DetokenizerManager)  # no sockets; the real methods
+    manager.tokenizer = None
+    manager.init_running_status(args)
+    call = manager.trim_matched_stop([9906, 200012], {"type": "stop", "matched": 200012}, False)
+    assert call == ([9906, 200012] if kept else [9906])
+    # <|return|> is always cut, as before.
+    assert manager.trim_matched_stop([9906, 200002], {"type": "stop", "matched": 200002},
+                                     False) == [9906]
+
+
+# -- fresh processes: the launcher, spawned children, tokenizer workers ------------------------
+
+
+def run_python(code: str, *args: str, env: dict[str, str] | None = None,
+               module: str | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", module, *args] if module else [sys.executable, "-c", code]
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop(plugin.APP_ENV, None)
+    full_env.update(env or {})
+    return subprocess.run(command, capture_output=True, text=True, env=full_env, cwd=ROOT,
+                          timeout=240)
+
+
+# SGLANG_PLUGINS naming another plugin: SGLang's loader skips ours, so only our own modules
+# can register harmony-ext in these processes.
+NOT_OURS = {"SGLANG_PLUGINS": "some-other-plugin"}
+
+
+def test_launcher_registers_before_sglang_parses_arguments() -> None:
+    ours = run_python("", "--help", env=NOT_OURS, module="sglang_ext.launch_server")
+    assert ours.returncode == 0, ours.stderr[-2000:]
+    assert NAME in ours.stdout
+    theirs = run_python("", "--help", env=NOT_OURS, module="sglang.launch_server")
+    assert theirs.returncode == 0 and NAME not in theirs.stdout
+
+
+def test_children_spawned_by_the_launcher_register() -> None:
+    """multiprocessing's spawn re-imports the main module as __mp_main__ in every child."""
+    code = (
+        "import runpy\n"
+        "runpy.run_module('sglang_ext.launch_server', run_name='__mp_main__')\n"
+        "from sglang.srt.function_call.function_call_parser import FunctionCallParser as F\n"
+        "from sglang.srt.parser.reasoning_parser import ReasoningParser as R\n"
+        "print('tool' if 'harmony-ext' in F.ToolCallParserEnum else '-',\n"
+        "      'reasoning' if 'harmony-ext' in R.DetectorMap else '-',\n"
+        "      'hooked' if hasattr(R.__init__, '__wrapped__') else '-')\n"
+    )
+    result = run_python(code, env=NOT_OURS)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["tool", "reasoning", "hooked"]
+
+
+def test_register_points_tokenizer_workers_at_an_app_that_loads_plugins(monkeypatch) -> None:
+    monkeypatch.delenv(plugin.APP_ENV, raising=False)
+    assert plugin.point_workers_at_our_app() == f"{plugin.APP_ENV}={plugin.APP_PATH}"
+    assert os.environ[plugin.APP_ENV] == plugin.APP_PATH
+    from sglang.srt.environ import envs
+
+    assert envs.SGLANG_HTTP_SERVER_APP_PATH.get() == plugin.APP_PATH  # what SGLang will launch
+    monkeypatch.setenv(plugin.APP_ENV, "my_app:app")
+    assert "left at 'my_app:app'" in plugin.point_workers_at_our_app()
+    assert os.environ[plugin.APP_ENV] == "my_app:app"
+
+
+HTTP_SERVER_DEPS = ("soundfile", "multipart")  # imported by sglang's http_server, not by parsers
+
+
+def test_tokenizer_worker_imports_sglangs_app_with_harmony_ext_registered() -> None:
+    """What a uvicorn/granian worker does: import the app string, in a fresh interpreter."""
+    import importlib.util
+
+    absent = [m for m in HTTP_SERVER_DEPS if importlib.util.find_spec(m) is None]
+    if absent:
+        pytest.skip(f"sglang.srt.entrypoints.http_server needs {absent} (pip packages "
+                    "soundfile, python-multipart), which this venv lacks")
+    code = (
+        "import os\n"
+        "from uvicorn.importer import import_from_string\n"
+        f"app = import_from_string({plugin.APP_PATH!r})\n"
+        "from sglang.srt.entrypoints.http_server import app as sglang_app\n"
+        "from sglang.srt.function_call.function_call_parser import FunctionCallParser as F\n"
+        "from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat as S\n"
+        "print(app is sglang_app, 'harmony-ext' in F.ToolCallParserEnum,\n"
+        "      hasattr(S._render_and_encode_chat_template, '__wrapped__'))\n"
+    )
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["True", "True", "True"]
+    # The same import without our module: SGLang's app alone has no harmony-ext there.
+    bare = run_python(code.replace(repr(plugin.APP_PATH),
+                                   "'sglang.srt.entrypoints.http_server:app'"), env=NOT_OURS)
+    assert bare.returncode == 0, bare.stderr[-2000:]
+    assert bare.stdout.split() == ["True", "False", "False"]
