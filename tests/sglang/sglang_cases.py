@@ -14,11 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest, Tool
-from sglang.srt.function_call.function_call_parser import FunctionCallParser
-from sglang.srt.parser.reasoning_parser import ReasoningParser
-
 from harmony_plugins import parse_text
+
+# SGLang is imported inside the helpers: the cases alone also serve tests/gpu/test_gpu_sglang.py,
+# which is collected (and skipped) in venvs without SGLang.
 
 
 def function(name: str, properties: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -188,11 +187,15 @@ CASE_IDS = [case.id for case in CASES]
 # -- SGLang's parser chain, as serving_chat drives it ---------------------------------------
 
 
-def sglang_tools(case: Case) -> list[Tool] | None:
+def sglang_tools(case: Case) -> list[Any] | None:
+    from sglang.srt.entrypoints.openai.protocol import Tool
+
     return [Tool(**t) for t in case.tools] if case.tools is not None else None
 
 
-def request_for(case: Case) -> ChatCompletionRequest:
+def request_for(case: Case) -> Any:
+    from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
+
     body: dict[str, Any] = {"model": "gpt-oss",
                             "messages": [{"role": "user", "content": "Weather?"}], **case.request}
     if case.tools is not None:
@@ -200,8 +203,10 @@ def request_for(case: Case) -> ChatCompletionRequest:
     return ChatCompletionRequest(**body)
 
 
-def tool_parsing_active(parser: str, tools: list[Tool] | None) -> bool:
+def tool_parsing_active(parser: str, tools: list[Any] | None) -> bool:
     """``OpenAIServingChat._tool_call_parsing_active`` for a request with default tool_choice."""
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+
     if not tools:
         return FunctionCallParser.ToolCallParserEnum[parser].parses_without_tools()
     return True
@@ -209,6 +214,9 @@ def tool_parsing_active(parser: str, tools: list[Tool] | None) -> bool:
 
 def chain_nonstream(case: Case, parser: str) -> dict[str, Any]:
     """serving_chat's non-streaming path: reasoning parser, then the tool parser if it says so."""
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
     tools = sglang_tools(case)
     active = tool_parsing_active(parser, tools)
     rp = ReasoningParser(parser, stream_reasoning=False, request=request_for(case),
@@ -229,6 +237,9 @@ def chain_stream(case: Case, parser: str, deltas: list[str]) -> dict[str, Any]:
     Also returns what SGLang's end-of-stream top-up (``_check_for_unstreamed_tool_args``) would
     add, as ``topup``: it must be empty.
     """
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
     tools = sglang_tools(case)
     active = tool_parsing_active(parser, tools)
     rp = ReasoningParser(parser, stream_reasoning=True, request=request_for(case),

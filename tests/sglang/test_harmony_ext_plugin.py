@@ -194,3 +194,33 @@ def test_tokenizer_worker_imports_sglangs_app_with_harmony_ext_registered() -> N
                                    "'sglang.srt.entrypoints.http_server:app'"), env=NOT_OURS)
     assert bare.returncode == 0, bare.stderr[-2000:]
     assert bare.stdout.split() == ["True", "False", "False"]
+
+
+# -- the GPU suite's output forcing (sglang_ext.scripted), checked on the CPU --------------------
+
+
+def test_scripted_logit_processor_forces_the_script() -> None:
+    import dill
+    import torch
+    from sglang.srt.sampling.custom_logit_processor import CustomLogitProcessor
+
+    from sglang_ext.scripted import RETURN_ID, ScriptedLogitProcessor
+
+    # SGLang ships the class by reference (the server imports sglang_ext.scripted).
+    payload = dill.dumps(ScriptedLogitProcessor)
+    assert b"sglang_ext.scripted" in payload and len(payload) < 200
+    processor = CustomLogitProcessor.from_str(ScriptedLogitProcessor.to_str())
+    assert isinstance(processor, ScriptedLogitProcessor)
+
+    def progress(*ids: int) -> Any:  # what the processor reads of SGLang's Req: output_ids
+        return type("Progress", (), {"output_ids": list(ids)})()
+
+    logits = torch.zeros(3, 201088)
+    out = processor(logits, [
+        {"script_ids": [7, 8, 9], "__req__": progress(1)},  # step 1: token 8
+        {"script_ids": [7], "__req__": progress(1, 2)},  # past the script: <|return|>
+        None,  # a request without a script: untouched
+    ])
+    assert out[0].argmax().item() == 8 and torch.isinf(out[0]).sum().item() == 201087
+    assert out[1].argmax().item() == RETURN_ID
+    assert torch.equal(out[2], torch.zeros(201088))
