@@ -112,8 +112,20 @@ def request_tool_names(request: Any) -> list[str]:
     return tool_names(tools)
 
 
-def count(event: Recovery) -> None:
+_warned: set[str] = set()
+
+
+def warn_once(key: str, message: str, *args: Any) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        logger.warning(message, *args)
+
+
+def count(event: Recovery, parse: SharedParse | None = None) -> None:
+    """Count a contract recovery (malformed model output), per process and per response."""
     RECOVERIES[event.rule] += 1
+    if parse is not None:
+        parse.recovered[event.rule] += 1
     logger.debug("harmony-ext recovery %s, dropped %r", event.rule, event.text[:80])
 
 
@@ -124,24 +136,38 @@ class SharedParse:
     parse then surfaces every ``functions.*`` call and the tool detector filters them.
     """
 
-    __slots__ = ("declared", "pending", "closed", "_parser")
+    __slots__ = ("declared", "pending", "closed", "recovered", "_parser")
 
     def __init__(self, declared: list[str] | None) -> None:
         self.declared = declared
         self.pending: list[Event] = []  # events for the tool detector, in order
         self.closed = False
+        self.recovered: Counter[str] = Counter()
         self._parser = StreamParser(
             declared, pass_undeclared=declared is None or pass_undeclared()
         )
 
     def feed(self, text: str) -> list[Event]:
-        return self._parser.feed_text(text) if text else []
+        if not text:
+            return []
+        events = self._parser.feed_text(text)
+        for event in events:
+            if event.__class__ is Recovery:
+                count(event, self)  # type: ignore[arg-type]
+        return events
 
     def close(self) -> list[Event]:
         if self.closed:
             return []
         self.closed = True
-        return self._parser.close()
+        events = self._parser.close()
+        for event in events:
+            if event.__class__ is Recovery:
+                count(event, self)  # type: ignore[arg-type]
+        if self.recovered:
+            logger.info("harmony-ext recovered malformed model output: %s",
+                        dict(self.recovered))
+        return events
 
     def take(self) -> list[Event]:
         """The queued events, emptying the queue."""
@@ -201,7 +227,12 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
             force_nonempty_content=force_nonempty_content,
         )
         # Queue events for a tool detector only when ours consumes this detector's output.
-        self.hands_off = tool_call_parser_active and selected_parser("tool_call_parser") == NAME
+        tool_parser = selected_parser("tool_call_parser") if tool_call_parser_active else None
+        self.hands_off = tool_parser == NAME
+        if tool_parser not in (None, NAME):
+            warn_once("tool:" + tool_parser, "harmony-ext: --reasoning-parser %s with "
+                      "--tool-call-parser %s: tool calls are not surfaced; select %s for both",
+                      NAME, tool_parser, NAME)
         self._declared: list[str] | None = None
         self._parse: SharedParse | None = None
         self._held: list[str] = []  # reasoning held back when stream_reasoning is false
@@ -241,7 +272,6 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
                 reasoning.append(event.text)  # type: ignore[union-attr]
                 continue
             if cls is Recovery:
-                count(event)  # type: ignore[arg-type]
                 continue
             if cls is ContentText:
                 content.append(event.text)  # type: ignore[union-attr]
@@ -273,6 +303,11 @@ class HarmonyExtDetector(BaseFormatDetector):
 
     def __init__(self) -> None:
         super().__init__()
+        reasoning_parser = selected_parser("reasoning_parser")
+        if reasoning_parser not in (None, NAME):
+            warn_once("reasoning:" + reasoning_parser, "harmony-ext: --tool-call-parser %s "
+                      "with --reasoning-parser %s: the two parse separately and may disagree; "
+                      "select %s for both", NAME, reasoning_parser, NAME)
         self.bot_token = THINK_START
         self.eot_token = "<|call|>"
         self.incomplete_tool_call_indices: set[int] = set()
@@ -345,8 +380,6 @@ class HarmonyExtDetector(BaseFormatDetector):
                 self.current_tool_id = index
                 self.current_tool_name_sent = True
                 items.append(ToolCallItem(tool_index=index, name=name, parameters=""))
-            elif cls is Recovery and self._shared is None:
-                count(event)  # type: ignore[arg-type]
         return StreamingParseResult(normal_text="".join(content), calls=items)
 
     def _declared(self, name: str, tools: list[Any]) -> bool:
@@ -402,9 +435,6 @@ class HarmonyExtDetector(BaseFormatDetector):
             return self._whole[1]
         parse = SharedParse(declared)
         events = parse.feed(text) + parse.close()
-        for event in events:
-            if event.__class__ is Recovery:
-                count(event)  # type: ignore[arg-type]
         self._whole = ((text, declared), events)
         return events
 
