@@ -115,6 +115,20 @@ def request_tool_names(request: Any) -> list[str]:
 _warned: set[str] = set()
 
 
+def announce() -> None:
+    """Log once per process, when a parser is first built, what the plugin installed.
+
+    ``register`` runs before SGLang configures logging, so its own line is often not shown.
+    """
+    if "announce" in _warned:
+        return
+    _warned.add("announce")
+    from . import plugin
+
+    logger.info("harmony-ext parsers in use: %s",
+                "; ".join(f"{k}: {v}" for k, v in plugin.status.items()) or "not registered")
+
+
 def warn_once(key: str, message: str, *args: Any) -> None:
     if key not in _warned:
         _warned.add(key)
@@ -219,6 +233,7 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
         force_nonempty_content: bool = False,
         **kwargs: Any,
     ) -> None:
+        announce()
         super().__init__(
             THINK_START,
             THINK_END,
@@ -302,6 +317,7 @@ class HarmonyExtDetector(BaseFormatDetector):
     """
 
     def __init__(self) -> None:
+        announce()
         super().__init__()
         reasoning_parser = selected_parser("reasoning_parser")
         if reasoning_parser not in (None, NAME):
