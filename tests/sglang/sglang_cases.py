@@ -242,7 +242,8 @@ def chain_stream(case: Case, parser: str, deltas: list[str]) -> dict[str, Any]:
 
     tools = sglang_tools(case)
     active = tool_parsing_active(parser, tools)
-    rp = ReasoningParser(parser, stream_reasoning=True, request=request_for(case),
+    request = request_for(case)
+    rp = ReasoningParser(parser, stream_reasoning=True, request=request,
                          tool_call_parser_active=active)
     fp = FunctionCallParser(tools or [], parser) if active else None
     reasoning, content, calls = "", "", []
@@ -274,22 +275,19 @@ def chain_stream(case: Case, parser: str, deltas: list[str]) -> dict[str, Any]:
         "reasoning": reasoning or None,
         "content": content or None,
         "calls": [tuple(c) for c in calls],
-        "topup": topup(fp.detector) if fp is not None else "",
+        "topup": topup(fp, request) if fp is not None else "",
     }
 
 
-def topup(detector: Any) -> str:
-    """What ``OpenAIServingChat._check_for_unstreamed_tool_args`` would send after the stream."""
-    import json
+def topup(parser: Any, request: Any) -> str:
+    """What SGLang's end-of-stream top-up sends after the last delta (its own code, called with
+    this stream's parser): the SSE chunk, or "" when it sends nothing."""
+    from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
 
-    prev, streamed = detector.prev_tool_call_arr, detector.streamed_args_for_tool
-    if not prev or not streamed or len(prev) - 1 >= len(streamed):
-        return ""
-    expected = prev[-1].get("arguments", {})
-    if not isinstance(expected, str):
-        expected = json.dumps(expected, ensure_ascii=False)
-    actual = streamed[len(prev) - 1]
-    return expected[len(actual):] if expected.startswith(actual) else ""
+    chunk = OpenAIServingChat._check_for_unstreamed_tool_args(
+        None, parser, {"meta_info": {"id": "chatcmpl-test"}}, request, 0, 0  # type: ignore[arg-type]
+    )
+    return chunk or ""
 
 
 # -- chunkings ------------------------------------------------------------------------------
