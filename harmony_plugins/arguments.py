@@ -41,7 +41,17 @@ class ArgumentCutter:
 
     def feed(self, text: str) -> str:
         """Take the next piece of the body; return the part that is argument text."""
-        piece = self._cut(text)
+        mode = self.mode
+        if mode == JSON:  # the common step first: inside the value
+            end = self._scan(text, 0)
+            piece = text if end < 0 else self._end(text, end)
+        elif mode == RAW:
+            piece = text
+        elif mode == DONE:
+            self.junk.append(text)
+            return ""
+        else:
+            piece = self._start(text)
         if piece:
             self.kept.append(piece)
         return piece
@@ -50,31 +60,26 @@ class ArgumentCutter:
         """All argument text returned so far."""
         return "".join(self.kept)
 
-    def _cut(self, text: str) -> str:
-        mode = self.mode
-        if mode == RAW:
-            return text
-        if mode == DONE:
-            self.junk.append(text)
+    def _start(self, text: str) -> str:
+        """PENDING: wait for the first non-blank character, which decides JSON or not."""
+        start = len(text) - len(text.lstrip())
+        if start == len(text):
+            self.lead.append(text)
             return ""
-        start = 0
-        if mode == PENDING:
-            start = len(text) - len(text.lstrip())
-            if start == len(text):
-                self.lead.append(text)
-                return ""
-            if self.lead:
-                lead = "".join(self.lead)
-                self.lead.clear()
-                start += len(lead)
-                text = lead + text
-            if text[start] not in '{["':
-                self.mode = RAW
-                return text
-            self.mode = JSON
-        end = self._scan(text, start)
-        if end < 0:
+        if self.lead:
+            lead = "".join(self.lead)
+            self.lead.clear()
+            start += len(lead)
+            text = lead + text
+        if text[start] not in '{["':
+            self.mode = RAW
             return text
+        self.mode = JSON
+        end = self._scan(text, start)
+        return text if end < 0 else self._end(text, end)
+
+    def _end(self, text: str, end: int) -> str:
+        """The brackets balance at ``text[end]``: cut there if the value is JSON."""
         try:
             json.loads("".join(self.kept) + text[:end])
         except ValueError:
@@ -87,13 +92,16 @@ class ArgumentCutter:
 
     def _scan(self, text: str, pos: int) -> int:
         """Advance over text[pos:]; return the end of the JSON value there, or -1."""
-        depth = self.depth
-        in_string = self.in_string
         skip = -1
         if self.escaped:
             self.escaped = False
             skip = pos  # this character was escaped by the previous piece's backslash
-        for m in _STRUCTURAL.finditer(text, pos):
+        first = _STRUCTURAL.search(text, pos)
+        if first is None:
+            return -1  # most pieces: text inside a string, or between tokens
+        depth = self.depth
+        in_string = self.in_string
+        for m in _STRUCTURAL.finditer(text, first.start()):
             i = m.start()
             if i == skip:
                 continue
