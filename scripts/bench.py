@@ -392,7 +392,16 @@ def cell_text(results: dict[str, Any], impl: str, shape: str, n: int, size: int)
         reason = c.get("reason", "skipped")
         return "skipped (" + reason.replace("would take ", "") + ")" \
             if reason.startswith("would take") else reason
-    return f"{fmt_us(c['median_us'])} ({fmt_us(c['p95_us'])})"
+    mark = " *" if c.get("contended") else ""
+    return f"{fmt_us(c['median_us'])} ({fmt_us(c['p95_us'])}){mark}"
+
+
+def slowed_note(results: dict[str, Any]) -> str:
+    cells = [c for r in results.values() for c in r.get("cells", []) or []
+             if c.get("status") == "ok"]
+    aside = sum(c.get("set_aside", 0) for c in cells)
+    marked = sum(1 for c in cells if c.get("contended"))
+    return f"this run: {aside} runs set aside, {marked} of {len(cells)} cells marked"
 
 
 def status_line(r: dict[str, Any]) -> str:
@@ -605,7 +614,10 @@ def write_report(path: Path, results: dict[str, Any], conf: dict[str, Any], quic
               "repeats p95 is the slowest run). Columns are output lengths in tokens "
               "(1k = 1024). `skipped: ~N s` = what the cell would take, extrapolated from the "
               "smaller lengths, over the per-cell budget of "
-              f"{conf['budget_s']:.0f} s.", ""]
+              f"{conf['budget_s']:.0f} s. The machine is shared: a run during which a "
+              "half-millisecond probe ran over 1.4x slower than its best is set aside and "
+              "replaced (up to twice the repeats); `*` marks a cell where every run was slowed "
+              f"({slowed_note(results)}).", ""]
     for shape, desc in SHAPES.items():
         lines += [f"### {shape}: {desc}", "",
                   "| implementation | per delta | " + " | ".join(
@@ -667,7 +679,8 @@ def write_report(path: Path, results: dict[str, Any], conf: dict[str, Any], quic
               f"{c['streams']} requests alive at once, each {c['length'] // K}k tokens, shapes "
               f"in turn, {c['size']} token per delta; each engine step delivers one delta to "
               "every live stream, round-robin. Total CPU of all parser calls (parsers built "
-              "included) per million generated tokens.", "",
+              "included) per million generated tokens; `*`: the machine was slowed down "
+              "around the run (one run each, not repeated).", "",
               "| implementation | CPU s per 1M tokens | tokens | CPU s | vs its pair |",
               "|---|---:|---:|---:|---:|"]
     per_m = {}
@@ -684,7 +697,8 @@ def write_report(path: Path, results: dict[str, Any], conf: dict[str, Any], quic
         if pair and pair[0] in per_m and pair[1] in per_m:
             ratio = f"ours/theirs {per_m[pair[0]] / per_m[pair[1]]:.3f}"
         if cc.get("status") == "ok":
-            lines.append(f"| {impl} | {cc['cpu_s_per_1m']:.2f} | {cc['tokens']:,} | "
+            mark = " *" if cc.get("contended") else ""
+            lines.append(f"| {impl} | {cc['cpu_s_per_1m']:.2f}{mark} | {cc['tokens']:,} | "
                          f"{cc['cpu_s']:.2f} | {ratio} |")
         else:
             why = cc.get("reason") if cc else status_line(r)

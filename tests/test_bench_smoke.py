@@ -88,7 +88,7 @@ def test_worker_output_shape(results, impl: str) -> None:
     assert set(cells) == {(s, z) for s in bench.SHAPES for z in (1, 8)}
     for cell in cells.values():
         assert cell["status"] == "ok"
-        assert cell["n"] == N and cell["repeats"] == 1
+        assert cell["n"] == N and 1 <= cell["repeats"] <= 2  # a slowed run is redone once
         assert cell["median_us"] > 0 and cell["p95_us"] >= cell["median_us"]
     assert r["concurrent"]["status"] == "ok"
     assert r["concurrent"]["tokens"] > 0
