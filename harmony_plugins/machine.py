@@ -83,7 +83,7 @@ class Machine:
 
     __slots__ = (
         "tools", "new_id", "pass_undeclared",
-        "state", "after_call", "stop_reason", "calls", "seen_marker",
+        "state", "after_call", "stop_reason", "calls", "seen_marker", "recoveries",
         "role_given", "sections", "section_kind", "pieces",
         "route", "channel", "drop_rule", "dropped", "cutter", "call_index",
     )
@@ -102,6 +102,7 @@ class Machine:
         self.stop_reason: str | None = None
         self.calls = 0
         self.seen_marker = False
+        self.recoveries: dict[str, int] = {}  # rule -> times applied, for adapters' counters
         # Header being read.
         self.role_given = False
         self.sections: list[tuple[int, str]] = []
@@ -139,7 +140,7 @@ class Machine:
     def marker(self, marker: int, out: list[Event]) -> None:
         """Take the next control token."""
         if marker == mk.IGNORED:
-            out.append(Recovery(rules.IGNORED_TOKEN))
+            self._recover(out, rules.IGNORED_TOKEN)
             return
         state = self.state
         if state == BODY:
@@ -150,7 +151,7 @@ class Machine:
 
     def unknown_token(self, out: list[Event]) -> None:
         """A token id the vocabulary does not know."""
-        out.append(Recovery(rules.UNKNOWN_TOKEN))
+        self._recover(out, rules.UNKNOWN_TOKEN)
 
     def close(self, finish: str, out: list[Event]) -> None:
         """End of stream: settle what is open and emit :class:`EndOfTurn`."""
@@ -159,7 +160,7 @@ class Machine:
         elif self.state == BODY:
             self._end_body(out)
         if self.state == DONE and self.dropped:
-            out.append(Recovery(rules.AFTER_END_OF_TURN, "".join(self.dropped)))
+            self._recover(out, rules.AFTER_END_OF_TURN, "".join(self.dropped))
             self.dropped.clear()
         if finish == "length":
             finish_reason = "length"
@@ -169,6 +170,11 @@ class Machine:
             finish_reason = "stop"
         out.append(EndOfTurn(self.stop_reason or "end_of_stream", finish_reason))
         self.state = DONE
+
+    def _recover(self, out: list[Event], rule: str, text: str = "") -> None:
+        """Apply a recovery rule: emit its event and count it."""
+        out.append(Recovery(rule, text))
+        self.recoveries[rule] = self.recoveries.get(rule, 0) + 1
 
     # -- headers -------------------------------------------------------------------------
 
@@ -196,7 +202,7 @@ class Machine:
             self._header_complete(out)
         elif marker == mk.START:
             if self._header_text().strip():
-                out.append(Recovery(rules.HEADER_RESTARTED, self._header_text()))
+                self._recover(out, rules.HEADER_RESTARTED, self._header_text())
             self._new_header(True)
         else:  # end, call, return, end of text
             self._header_closed(marker, out)
@@ -213,7 +219,7 @@ class Machine:
     def _end_turn_forged(self, out: list[Event]) -> None:
         self.state = DONE
         self.stop_reason = "forged_turn"
-        out.append(Recovery(rules.FORGED_TURN, self._header_text()))
+        self._recover(out, rules.FORGED_TURN, self._header_text())
         self.dropped = []
 
     def _header_closed(self, marker: int | None, out: list[Event]) -> None:
@@ -223,18 +229,18 @@ class Machine:
         sections = self.sections
         text = self._header_text()
         if not self.seen_marker and not hdr.is_header_like(text):
-            out.append(Recovery(rules.NO_MARKUP))
+            self._recover(out, rules.NO_MARKUP)
             out.append(ContentText(text, None))
             return
         if self.role_given and self._forged(out):
             return
         body = hdr.final_without_message(sections)
         if body is not None and not self.after_call:
-            out.append(Recovery(rules.FINAL_WITHOUT_MESSAGE))
+            self._recover(out, rules.FINAL_WITHOUT_MESSAGE)
             out.append(ContentText(body, "final"))
         elif text.strip():
             rule = rules.UNFINISHED_HEADER if marker is None else rules.HEADER_WITHOUT_MESSAGE
-            out.append(Recovery(rule, text))
+            self._recover(out, rule, text)
 
     def _header_complete(self, out: list[Event]) -> None:
         h = hdr.parse_header(self.sections, self.role_given)
@@ -242,7 +248,7 @@ class Machine:
             self._end_turn_forged(out)
             return
         if h.junk:
-            out.append(Recovery(rules.HEADER_JUNK, " ".join(h.junk)))
+            self._recover(out, rules.HEADER_JUNK, " ".join(h.junk))
         self.state = BODY
         self.channel = h.channel
         if h.recipient is not None:
@@ -251,7 +257,7 @@ class Machine:
                 name = h.recipient[len("functions."):]
             if name is not None:
                 if rule is not None:
-                    out.append(Recovery(rule))
+                    self._recover(out, rule)
                 self._begin_call(name, h, out)
                 return
             self._drop(rule or rules.UNDECLARED_RECIPIENT)
@@ -281,10 +287,10 @@ class Machine:
 
     def _body_marker(self, marker: int, out: list[Event]) -> None:
         if marker == mk.MESSAGE or marker == mk.CONSTRAIN:
-            out.append(Recovery(rules.STRAY_MARKER))
+            self._recover(out, rules.STRAY_MARKER)
             return
         if marker == mk.START or marker == mk.CHANNEL:
-            out.append(Recovery(rules.MISSING_END))
+            self._recover(out, rules.MISSING_END)
         self._end_body(out)
         if marker == mk.START:
             self._new_header(True)
@@ -300,16 +306,16 @@ class Machine:
             assert cutter is not None
             arguments = cutter.arguments()
             if not arguments:
-                out.append(Recovery(rules.EMPTY_ARGUMENTS, cutter.pending_lead()))
+                self._recover(out, rules.EMPTY_ARGUMENTS, cutter.pending_lead())
                 arguments = "{}"
                 out.append(ToolCallArguments(self.call_index, arguments))
             junk = cutter.junk_text()
             if junk.strip():
-                out.append(Recovery(rules.AFTER_JSON_VALUE, junk))
+                self._recover(out, rules.AFTER_JSON_VALUE, junk)
             out.append(ToolCallEnd(self.call_index, arguments))
             self.cutter = None
         elif route == DROP:
-            out.append(Recovery(self.drop_rule, "".join(self.dropped)))
+            self._recover(out, self.drop_rule, "".join(self.dropped))
             self.dropped = []
         self.state = HEADER
 

@@ -86,6 +86,11 @@ class StreamParser:
         return self._machine.calls
 
     @property
+    def recoveries(self) -> dict[str, int]:
+        """Recovery rules applied so far, with how often (see ``harmony_plugins.rules``)."""
+        return dict(self._machine.recoveries)
+
+    @property
     def reasoning_tokens(self) -> int:
         """How many of the token ids fed so far were reasoning text (for usage figures)."""
         return self._ids.reasoning_tokens if self._ids is not None else 0

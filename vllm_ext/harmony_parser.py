@@ -90,63 +90,42 @@ class HarmonyExtParser(HarmonyParser):
         super().__init__(tokenizer, tools, *args, **kwargs)
         self._vocab = Vocab.from_hf(tokenizer)
         self._tools = request_tool_names(tools)
-        self._core: StreamParser | None = None
-        self._fed = 0  # token ids fed to the current core parser
-        self._counted_tokens = 0  # all token ids seen, for count_reasoning_tokens
-        self._counted_reasoning = 0
+        self._core: StreamParser | None = None  # this turn's parse; started on first use
+        self._fed = 0  # ids fed to it
+        self._past_tokens = 0  # ids fed to earlier turns' parses (Responses reuses parsers)
+        self._past_reasoning = 0
         self._open: _OpenItem | None = None  # Responses: the message being streamed
-        self._recovered: Counter[str] = Counter()  # this turn's recoveries, for the log
 
     # -- the core parser ---------------------------------------------------------------
 
-    def _core_parser(self) -> StreamParser:
-        core = self._core
-        if core is None:
-            core = self._core = StreamParser(self._tools, self._vocab,
-                                             id_factory=make_tool_call_id,
-                                             pass_undeclared=PASS_UNDECLARED)
+    def _start(self, request: Any = None) -> StreamParser:
+        """Start this turn's parse; with ``tool_choice: "none"`` no call is surfaced."""
+        tools = self._tools
+        if getattr(request, "tool_choice", None) == "none":
+            tools = frozenset()  # a call the model writes anyway is counted as undeclared
+        core = self._core = StreamParser(tools, self._vocab, id_factory=make_tool_call_id,
+                                         pass_undeclared=PASS_UNDECLARED)
         return core
 
-    def _apply_tool_choice(self, request: Any) -> None:
-        """With ``tool_choice: "none"`` no call is surfaced (counted as undeclared)."""
-        if self._core is None and getattr(request, "tool_choice", None) == "none":
-            self._tools = frozenset()
-
-    def _feed(self, token_ids: Sequence[int]) -> tuple[list[Event], int]:
-        """Feed one step's ids; return the events and how many ids were reasoning."""
-        core = self._core_parser()
-        before = core.reasoning_tokens
-        events = core.feed_ids(token_ids)
-        reasoning = core.reasoning_tokens - before
-        self._fed += len(token_ids)
-        self._counted_tokens += len(token_ids)
-        self._counted_reasoning += reasoning
-        return events, reasoning
-
     def _close(self) -> list[Event]:
-        """End the turn and get ready for the next one (the Responses API reuses parsers)."""
+        """End the turn: flush the parse, keep its counts, log its recoveries."""
         core = self._core
-        self._core = None
-        self._fed = 0
         if core is None:
             return []
+        self._core = None
         events = core.close()
-        self._count(events)
-        if self._recovered:
-            logger.info("harmony-ext recovered malformed model output: %s",
-                        dict(self._recovered))
-            self._recovered.clear()
+        self._past_tokens += self._fed
+        self._past_reasoning += core.reasoning_tokens
+        self._fed = 0
+        recovered = core.recoveries
+        if recovered:
+            RECOVERIES.update(recovered)
+            logger.info("harmony-ext recovered malformed model output: %s", recovered)
+            for event in events:
+                if event.__class__ is Recovery:
+                    logger.debug("harmony-ext %s dropped %r", event.rule,  # type: ignore[union-attr]
+                                 event.text[:200])  # type: ignore[union-attr]
         return events
-
-    def _count(self, events: list[Event]) -> None:
-        """Count the contract's recovery rules applied (malformed model output)."""
-        for event in events:
-            if event.__class__ is Recovery:
-                rule = event.rule  # type: ignore[union-attr]
-                RECOVERIES[rule] += 1
-                self._recovered[rule] += 1
-                logger.debug("harmony-ext recovery %s, dropped %r", rule,
-                             event.text[:80])  # type: ignore[union-attr]
 
     # -- chat completions --------------------------------------------------------------
 
@@ -157,9 +136,9 @@ class HarmonyExtParser(HarmonyParser):
         enable_auto_tools: bool = False,
         model_output_token_ids: Sequence[int] = (),
     ) -> tuple[str | None, str | None, list[FunctionCall] | None]:
-        self._apply_tool_choice(request)
-        events, _ = self._feed(model_output_token_ids)
-        self._count(events)
+        core = self._core or self._start(request)
+        events = core.feed_ids(model_output_token_ids)
+        self._fed += len(model_output_token_ids)
         events += self._close()
         reasoning: list[str] = []
         content: list[str] = []
@@ -184,62 +163,41 @@ class HarmonyExtParser(HarmonyParser):
         *,
         finished: bool,
     ) -> DeltaMessage | None:
-        self._apply_tool_choice(request)
-        events, _ = self._feed(delta_token_ids)
-        self._count(events)
+        core = self._core or self._start(request)
+        events = core.feed_ids(delta_token_ids)
+        self._fed += len(delta_token_ids)
         if finished:
             events += self._close()
-        reasoning: list[str] = []
-        content: list[str] = []
-        calls: dict[int, DeltaToolCall] = {}
-        for event in events:
-            cls = event.__class__
-            if cls is ReasoningText:
-                reasoning.append(event.text)  # type: ignore[union-attr]
-            elif cls is ContentText:
-                content.append(event.text)  # type: ignore[union-attr]
-            elif cls is ToolCallArguments:
-                call = calls.get(event.index)  # type: ignore[union-attr]
-                if call is None:
-                    call = calls[event.index] = DeltaToolCall(  # type: ignore[union-attr]
-                        index=event.index,  # type: ignore[union-attr]
-                        function=DeltaFunctionCall(arguments=""),
-                    )
-                call.function.arguments += event.text  # type: ignore[union-attr,operator]
-            elif cls is ToolCallBegin:
-                calls[event.index] = DeltaToolCall(  # type: ignore[union-attr]
-                    id=event.id,  # type: ignore[union-attr]
-                    type="function",
-                    index=event.index,  # type: ignore[union-attr]
-                    function=DeltaFunctionCall(name=event.name, arguments=""),  # type: ignore[union-attr]
-                )
-        if not request.include_reasoning:
-            reasoning = []
-        if not (reasoning or content or calls):
+        if len(events) == 1:  # the common step: one piece of text
+            event = events[0]
+            if event.__class__ is ContentText:
+                return DeltaMessage(content=event.text)
+            if event.__class__ is ReasoningText:
+                if not request.include_reasoning:
+                    return None
+                return DeltaMessage(reasoning=event.text)
+        elif not events:
             return None
-        delta = DeltaMessage()
-        if reasoning:
-            delta.reasoning = "".join(reasoning)
-        if content:
-            delta.content = "".join(content)
-        if calls:
-            delta.tool_calls = list(calls.values())
-        return delta
+        return chat_delta(events, request.include_reasoning)
 
     def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
-        if len(token_ids) == self._counted_tokens:
-            return self._counted_reasoning
-        core = StreamParser(self._tools, self._vocab)  # ids we did not see: count afresh
-        core.feed_ids(token_ids)
-        return core.reasoning_tokens
+        core = self._core
+        if len(token_ids) == self._past_tokens + self._fed:
+            return self._past_reasoning + (core.reasoning_tokens if core is not None else 0)
+        fresh = StreamParser(self._tools, self._vocab)  # ids we did not see: count afresh
+        fresh.feed_ids(token_ids)
+        return fresh.reasoning_tokens
 
     # -- the Responses API -------------------------------------------------------------
 
     def process_chunk(self, token_ids: Sequence[int]) -> ChunkResult:
         if not token_ids:
             return ChunkResult(segments=[], reasoning_token_count=0)
-        events, reasoning = self._feed(token_ids)
-        self._count(events)
+        core = self._core or self._start()
+        before = core.reasoning_tokens
+        events = core.feed_ids(token_ids)
+        self._fed += len(token_ids)
+        reasoning = core.reasoning_tokens - before
         segments = self._segments(events)
         if self._open is not None and self._stops(token_ids):
             # The engine stops here: complete the open message now, not in flush(); vLLM
@@ -297,6 +255,39 @@ class HarmonyExtParser(HarmonyParser):
         assert item is not None
         item.parts.append(text)
         out.append(Segment(channel=item.key[1], recipient=item.key[2], delta=text))
+
+
+def chat_delta(events: list[Event], include_reasoning: bool) -> DeltaMessage | None:
+    """Several events of one step as one chat ``DeltaMessage`` (None when they show nothing)."""
+    reasoning: list[str] = []
+    content: list[str] = []
+    calls: dict[int, DeltaToolCall] = {}
+    for event in events:
+        cls = event.__class__
+        if cls is ReasoningText:
+            reasoning.append(event.text)  # type: ignore[union-attr]
+        elif cls is ContentText:
+            content.append(event.text)  # type: ignore[union-attr]
+        elif cls is ToolCallArguments:
+            index = event.index  # type: ignore[union-attr]
+            call = calls.get(index)
+            if call is None:
+                call = calls[index] = DeltaToolCall(
+                    index=index, function=DeltaFunctionCall(arguments=""))
+            call.function.arguments += event.text  # type: ignore[union-attr,operator]
+        elif cls is ToolCallBegin:
+            calls[event.index] = DeltaToolCall(  # type: ignore[union-attr]
+                id=event.id, type="function", index=event.index,  # type: ignore[union-attr]
+                function=DeltaFunctionCall(
+                    name=event.name, arguments=""))  # type: ignore[union-attr]
+    fields: dict[str, Any] = {}
+    if reasoning and include_reasoning:
+        fields["reasoning"] = "".join(reasoning)
+    if content:
+        fields["content"] = "".join(content)
+    if calls:
+        fields["tool_calls"] = list(calls.values())
+    return DeltaMessage(**fields) if fields else None
 
 
 class _OpenItem:
