@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import contextlib
+import io
 import json
 import os
 import platform
@@ -39,6 +40,7 @@ import random
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -298,8 +300,25 @@ def venv_python(venv: str) -> Path | None:
     return py if py.exists() else None
 
 
+def snapshot(tmp: Path) -> tuple[Path, str]:
+    """The code to measure: harmony_plugins, vllm_ext and sglang_ext as committed at HEAD,
+    extracted to ``tmp`` (others may be editing the checkout while the benchmark runs), with
+    this checkout's worker script. Returns the worker's path and a label for the report."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                            capture_output=True, check=True).stdout.strip()
+    archive = subprocess.run(["git", "archive", "HEAD", "harmony_plugins", "vllm_ext",
+                              "sglang_ext"], cwd=ROOT, capture_output=True, check=True).stdout
+    dest = tmp / "src"
+    dest.mkdir()
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
+    (dest / "scripts").mkdir()
+    shutil.copy2(WORKERS, dest / "scripts" / WORKERS.name)
+    return dest / "scripts" / WORKERS.name, f"commit {commit}"
+
+
 def run_worker(impl: str, streams: Path, plan: dict[str, Any], tmp: Path,
-               timeout: float) -> dict[str, Any]:
+               timeout: float, worker: Path = WORKERS, source: str = "") -> dict[str, Any]:
     venv = IMPLS[impl][0]
     python = venv_python(venv)
     if python is None:
@@ -307,10 +326,12 @@ def run_worker(impl: str, streams: Path, plan: dict[str, Any], tmp: Path,
     plan_file = tmp / f"plan-{impl}.json"
     plan_file.write_text(json.dumps(plan))
     out_file = tmp / f"out-{impl}.json"
-    cmd = [str(python), str(WORKERS), impl, "--streams", str(streams), "--plan",
+    cmd = [str(python), str(worker), impl, "--streams", str(streams), "--plan",
            str(plan_file)]
     env = dict(os.environ, PYTHONHASHSEED="0", TOKENIZERS_PARALLELISM="false",
                OMP_NUM_THREADS="1", VLLM_LOGGING_LEVEL="WARNING")
+    if source:
+        env["BENCH_SOURCE"] = source
     tail: list[str] = []
     with open(out_file, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, text=True,
@@ -435,14 +456,15 @@ def machine() -> dict[str, str]:
 
 
 def git_state() -> str:
+    """HEAD, and whether the checkout's packages differ from it."""
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                                 capture_output=True, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--", "harmony_plugins",
                                 "vllm_ext", "sglang_ext"], cwd=ROOT, text=True,
                                capture_output=True, check=True).stdout.strip()
-        return commit + (" + uncommitted changes in harmony_plugins/vllm_ext/sglang_ext"
-                         if dirty else "")
+        return commit + (" (the checkout has uncommitted changes in harmony_plugins, vllm_ext "
+                         "or sglang_ext)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -574,7 +596,8 @@ def describe_diff(a: dict[str, Any], b: dict[str, Any] | None) -> str:
 
 
 def write_report(path: Path, results: dict[str, Any], conf: dict[str, Any], quick: bool,
-                 counts: dict[str, dict[int, int]], elapsed: float, plot: str | None) -> None:
+                 counts: dict[str, dict[int, int]], elapsed: float, plot: str | None,
+                 source: str = "working tree") -> None:
     lengths = sorted(set(conf["lengths"] + conf["ours_extra"]))
     m = machine()
     lines = [
@@ -588,12 +611,12 @@ def write_report(path: Path, results: dict[str, Any], conf: dict[str, Any], quic
         f"- machine: {m['cpu']}, {m['cores']} cores, {m['memory']} RAM, {m['os']}; load "
         f"average at the end {m['load']} (shared machine: figures are CPU time of the "
         "parsing thread, which other processes do not inflate much, but caches are shared)",
-        f"- harmony-ext: {git_state()}",
+        f"- measured: harmony-ext {source}; checkout at {git_state()}",
     ]
     versions: dict[str, str] = {}
     for r in results.values():
         for k, v in (r.get("versions") or {}).items():
-            if k not in ("parser", "parsers"):
+            if k not in ("parser", "parsers", "harmony-ext"):
                 versions[k] = v
         if r.get("python"):
             versions["python"] = r["python"]
@@ -815,6 +838,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="also write the raw results here")
     ap.add_argument("--lengths", default=None, help="override the lengths, e.g. 1024,4096")
     ap.add_argument("--no-memory", action="store_true", help="skip the memory runs")
+    ap.add_argument("--worktree", action="store_true", help="measure the checkout as it is "
+                    "(uncommitted changes included) instead of a snapshot of HEAD")
     args = ap.parse_args(argv)
     t0 = time.monotonic()
     conf = config(args.quick)
@@ -840,12 +865,19 @@ def main(argv: list[str] | None = None) -> int:
         streams = tmp / "streams.json"
         counts = write_streams(streams, lengths)
         print(f"  {time.monotonic() - t0:.1f} s", flush=True)
+        worker, source = WORKERS, "working tree"
+        if not args.worktree:
+            try:
+                worker, source = snapshot(tmp)
+            except (OSError, subprocess.CalledProcessError, tarfile.TarError) as e:
+                print(f"no snapshot of HEAD ({e}); measuring the working tree", flush=True)
+        print(f"measuring harmony-ext from the {source}", flush=True)
         results: dict[str, Any] = {}
         for impl in impls:
             print(f"== {impl} ({IMPLS[impl][0]})", flush=True)
             start = time.monotonic()
             r = run_worker(impl, streams, worker_plan(impl, conf, not args.no_memory), tmp,
-                           conf["worker_timeout_s"])
+                           conf["worker_timeout_s"], worker, source)
             results[impl] = r
             print(f"   {status_line(r)}; {time.monotonic() - start:.0f} s", flush=True)
         for impl in IMPLS:
@@ -856,7 +888,7 @@ def main(argv: list[str] | None = None) -> int:
         plotted = write_plot(plot_path, results, sorted(set(conf["lengths"]
                                                              + conf["ours_extra"])))
         write_report(out, results, conf, args.quick, counts, elapsed,
-                     plot_path.name if plotted else None)
+                     plot_path.name if plotted else None, source)
         if args.json:
             args.json.write_text(json.dumps(results, indent=1))
         print(f"wrote {out}" + (f" and {plot_path}" if plotted else "")

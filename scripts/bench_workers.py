@@ -30,6 +30,7 @@ import ctypes
 import gc
 import json
 import math
+import os
 import platform
 import signal
 import statistics
@@ -138,15 +139,12 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
-def _git_commit() -> str:
-    head = ROOT / ".git" / "HEAD"
-    try:
-        ref = head.read_text().strip()
-        if ref.startswith("ref: "):
-            return (ROOT / ".git" / ref[5:]).read_text().strip()[:10]
-        return ref[:10]
-    except OSError:
-        return "unknown"
+def _ours() -> str:
+    """Which harmony-ext this process imports (bench.py runs a snapshot of HEAD by default)."""
+    import harmony_plugins
+
+    where = Path(harmony_plugins.__file__).resolve().parents[1]
+    return f"{_version('harmony-ext')} from {os.environ.get('BENCH_SOURCE', where)}"
 
 
 class CoreDriver(Driver):
@@ -160,7 +158,7 @@ class CoreDriver(Driver):
         self.StreamParser = StreamParser
         self.mode = mode
         self.name = f"core-{mode}"
-        self.versions = {"harmony-ext": _version("harmony-ext") + " @ " + _git_commit()}
+        self.versions = {"harmony-ext": _ours()}
 
     def request(self, deltas: list[Any]) -> Iterator[None]:
         parser = self.StreamParser(self.tools)
@@ -283,7 +281,7 @@ class VllmDriver(Driver):
             stream=True)
         self.versions = {"vllm": getattr(vllm, "__version__", "?"), "parser": self.cls.__name__}
         if ours:
-            self.versions["harmony-ext"] = _version("harmony-ext") + " @ " + _git_commit()
+            self.versions["harmony-ext"] = _ours()
 
     def _parser(self) -> Any:
         # OpenAIServingChat._make_parser
@@ -382,7 +380,7 @@ class SglangDriver(Driver):
         self.versions = {"sglang": getattr(sglang, "__version__", _version("sglang")),
                          "parsers": parser}
         if ours:
-            self.versions["harmony-ext"] = _version("harmony-ext") + " @ " + _git_commit()
+            self.versions["harmony-ext"] = _ours()
 
     def _parsers(self) -> tuple[Any, Any]:
         request = self.chat_request
