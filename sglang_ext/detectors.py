@@ -313,7 +313,8 @@ class HarmonyExtDetector(BaseFormatDetector):
     Streaming, each call is announced (id and name) as soon as its header is complete and its
     arguments follow as the model writes them, raw (never re-serialised), so the streamed
     pieces add up to the non-streamed arguments. ``prev_tool_call_arr`` / ``streamed_args_for_tool``
-    always hold the same argument strings, so SGLang's end-of-stream top-up sends nothing.
+    get a call's whole argument string when the call ends (SGLang reads them only at the end
+    of the stream), the same in both, so SGLang's end-of-stream top-up sends nothing.
     """
 
     def __init__(self) -> None:
@@ -380,8 +381,6 @@ class HarmonyExtDetector(BaseFormatDetector):
                 if index is None:
                     continue  # a call filtered out below
                 text = event.text  # type: ignore[union-attr]
-                self.streamed_args_for_tool[index] += text
-                self.prev_tool_call_arr[index]["arguments"] += text
                 if items and items[-1].tool_index == index:
                     items[-1].parameters += text
                 else:
@@ -396,6 +395,13 @@ class HarmonyExtDetector(BaseFormatDetector):
                 self.current_tool_id = index
                 self.current_tool_name_sent = True
                 items.append(ToolCallItem(tool_index=index, name=name, parameters=""))
+            elif cls is ToolCallEnd:
+                index = self._index.get(event.index)  # type: ignore[union-attr]
+                if index is not None:
+                    # Once per call: appending to these strings per piece would be quadratic.
+                    arguments = event.arguments  # type: ignore[union-attr]
+                    self.streamed_args_for_tool[index] = arguments
+                    self.prev_tool_call_arr[index]["arguments"] = arguments
         return StreamingParseResult(normal_text="".join(content), calls=items)
 
     def _declared(self, name: str, tools: list[Any]) -> bool:
