@@ -5,6 +5,7 @@
 #   .venv-vllm    a real CPU vLLM: adapter tests on vLLM's classes, and end-to-end tests
 #                 against real vLLM servers on a tiny gpt-oss model (a few minutes)
 #   .venv-sglang  a real SGLang: adapter tests on SGLang's classes and serving code
+#   then the benchmark's smoke test, whose workers use all three (no timing is asserted)
 #
 # Every suite runs even when an earlier one fails; the exit status is non-zero if any did.
 # Extra arguments go to every pytest run (e.g. -x, -q).
@@ -25,7 +26,8 @@ run() {  # run NAME COMMAND...: run a step, remember its failure
 run "set up .venv" scripts/setup_env.sh
 run "ruff" .venv/bin/ruff check .
 run "core tests" .venv/bin/python -m pytest tests -p no:cacheprovider \
-    --ignore=tests/vllm --ignore=tests/e2e_vllm --ignore=tests/sglang --ignore=tests/gpu "$@"
+    --ignore=tests/vllm --ignore=tests/e2e_vllm --ignore=tests/sglang --ignore=tests/gpu \
+    --ignore=tests/test_bench_smoke.py "$@"
 
 if run "set up .venv-vllm" scripts/setup_vllm_env.sh; then
     run "vLLM tests" .venv-vllm/bin/python -m pytest -p no:cacheprovider \
@@ -35,6 +37,10 @@ fi
 if run "set up .venv-sglang" scripts/setup_sglang_env.sh; then
     run "SGLang tests" .venv-sglang/bin/python -m pytest -p no:cacheprovider tests/sglang "$@"
 fi
+
+# The benchmark's workers run in every venv above, so its smoke test comes last.
+run "benchmark smoke test" .venv/bin/python -m pytest -p no:cacheprovider \
+    tests/test_bench_smoke.py "$@"
 
 if ((${#failed[@]})); then
     echo "==== FAILED: ${failed[*]}"
