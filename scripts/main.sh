@@ -28,6 +28,6 @@ for _ in $(seq 1 300); do
     sleep 1
 done
 curl -sf "http://127.0.0.1:$PORT/health" >/dev/null || { echo "vLLM did not start in 300 s" >&2; tail -50 "$LOG" >&2; exit 1; }
-grep -h "harmony-ext" "$LOG" | head -3 || true
+grep -h "harmony-ext: " "$LOG" | head -2 || true
 echo "== request"
 .venv-vllm/bin/python scripts/demo_vllm.py "http://127.0.0.1:$PORT"
