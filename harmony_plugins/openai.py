@@ -41,49 +41,27 @@ class ChatResult:
         The delta has ``reasoning`` and/or ``content`` strings and ``tool_calls`` items in
         OpenAI's streaming shape (the first item of a call carries id, type and name).
         """
-        reasoning: list[str] = []
-        content: list[str] = []
-        calls: dict[int, dict[str, Any]] = {}
+        events = list(events)
+        delta = chat_delta(events)
+        if delta is not None:
+            if "reasoning" in delta:
+                self.reasoning.append(delta["reasoning"])
+            if "content" in delta:
+                self.content.append(delta["content"])
+            for item in delta.get("tool_calls", ()):
+                if "id" in item:
+                    self.calls.append({"id": item["id"], "name": item["function"]["name"],
+                                       "arguments": []})
+                self.calls[item["index"]]["arguments"].append(item["function"]["arguments"])
         for event in events:
             cls = event.__class__
-            if cls is ReasoningText:
-                reasoning.append(event.text)  # type: ignore[union-attr]
-            elif cls is ContentText:
-                content.append(event.text)  # type: ignore[union-attr]
-            elif cls is ToolCallArguments:
-                index = event.index  # type: ignore[union-attr]
-                self.calls[index]["arguments"].append(event.text)  # type: ignore[union-attr]
-                item = calls.get(index)
-                if item is None:
-                    item = calls[index] = {"index": index, "function": {"arguments": ""}}
-                item["function"]["arguments"] += event.text  # type: ignore[union-attr]
-            elif cls is ToolCallBegin:
-                self.calls.append({"id": event.id, "name": event.name,  # type: ignore[union-attr]
-                                   "arguments": []})
-                calls[event.index] = {  # type: ignore[union-attr]
-                    "index": event.index,  # type: ignore[union-attr]
-                    "id": event.id,  # type: ignore[union-attr]
-                    "type": "function",
-                    "function": {"name": event.name, "arguments": ""},  # type: ignore[union-attr]
-                }
-            elif cls is EndOfTurn:
+            if cls is EndOfTurn:
                 self.finish_reason = event.finish_reason  # type: ignore[union-attr]
                 self.reason = event.reason  # type: ignore[union-attr]
             elif cls is Recovery:
                 rule = event.rule  # type: ignore[union-attr]
                 self.recoveries[rule] = self.recoveries.get(rule, 0) + 1
-        delta: dict[str, Any] = {}
-        if reasoning:
-            text = "".join(reasoning)
-            self.reasoning.append(text)
-            delta["reasoning"] = text
-        if content:
-            text = "".join(content)
-            self.content.append(text)
-            delta["content"] = text
-        if calls:
-            delta["tool_calls"] = list(calls.values())
-        return delta or None
+        return delta
 
     def message(self) -> dict[str, Any]:
         """The non-streamed result: reasoning, content, tool_calls, finish_reason."""
@@ -100,6 +78,46 @@ class ChatResult:
             ],
             "finish_reason": self.finish_reason,
         }
+
+
+def chat_delta(events: Iterable[Event]) -> dict[str, Any] | None:
+    """The OpenAI chat delta that some events make (None when they make none).
+
+    ``reasoning`` and ``content`` are the events' texts joined; ``tool_calls`` has one item
+    per call touched, in OpenAI's streaming shape: a call's first item carries ``id``,
+    ``type`` and ``function.name``, later ones only ``function.arguments``. Engine adapters
+    build their own delta types from this.
+    """
+    reasoning: list[str] = []
+    content: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    for event in events:
+        cls = event.__class__
+        if cls is ReasoningText:
+            reasoning.append(event.text)  # type: ignore[union-attr]
+        elif cls is ContentText:
+            content.append(event.text)  # type: ignore[union-attr]
+        elif cls is ToolCallArguments:
+            index = event.index  # type: ignore[union-attr]
+            item = calls.get(index)
+            if item is None:
+                item = calls[index] = {"index": index, "function": {"arguments": ""}}
+            item["function"]["arguments"] += event.text  # type: ignore[union-attr]
+        elif cls is ToolCallBegin:
+            calls[event.index] = {  # type: ignore[union-attr]
+                "index": event.index,  # type: ignore[union-attr]
+                "id": event.id,  # type: ignore[union-attr]
+                "type": "function",
+                "function": {"name": event.name, "arguments": ""},  # type: ignore[union-attr]
+            }
+    delta: dict[str, Any] = {}
+    if reasoning:
+        delta["reasoning"] = "".join(reasoning)
+    if content:
+        delta["content"] = "".join(content)
+    if calls:
+        delta["tool_calls"] = list(calls.values())
+    return delta or None
 
 
 def merge_deltas(deltas: Iterable[dict[str, Any] | None]) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from harmony_plugins.events import (
     ToolCallEnd,
 )
 from harmony_plugins.header import tool_names
+from harmony_plugins.openai import chat_delta as openai_delta
 
 logger = logging.getLogger("vllm.harmony_ext")
 
@@ -259,35 +260,19 @@ class HarmonyExtParser(HarmonyParser):
 
 def chat_delta(events: list[Event], include_reasoning: bool) -> DeltaMessage | None:
     """Several events of one step as one chat ``DeltaMessage`` (None when they show nothing)."""
-    reasoning: list[str] = []
-    content: list[str] = []
-    calls: dict[int, DeltaToolCall] = {}
-    for event in events:
-        cls = event.__class__
-        if cls is ReasoningText:
-            reasoning.append(event.text)  # type: ignore[union-attr]
-        elif cls is ContentText:
-            content.append(event.text)  # type: ignore[union-attr]
-        elif cls is ToolCallArguments:
-            index = event.index  # type: ignore[union-attr]
-            call = calls.get(index)
-            if call is None:
-                call = calls[index] = DeltaToolCall(
-                    index=index, function=DeltaFunctionCall(arguments=""))
-            call.function.arguments += event.text  # type: ignore[union-attr,operator]
-        elif cls is ToolCallBegin:
-            calls[event.index] = DeltaToolCall(  # type: ignore[union-attr]
-                id=event.id, type="function", index=event.index,  # type: ignore[union-attr]
-                function=DeltaFunctionCall(
-                    name=event.name, arguments=""))  # type: ignore[union-attr]
-    fields: dict[str, Any] = {}
-    if reasoning and include_reasoning:
-        fields["reasoning"] = "".join(reasoning)
-    if content:
-        fields["content"] = "".join(content)
-    if calls:
-        fields["tool_calls"] = list(calls.values())
-    return DeltaMessage(**fields) if fields else None
+    delta = openai_delta(events)
+    if delta is None:
+        return None
+    if not include_reasoning:
+        delta.pop("reasoning", None)
+    items = delta.pop("tool_calls", None)
+    if items:
+        delta["tool_calls"] = [
+            DeltaToolCall(**{k: v for k, v in item.items() if k != "function"},
+                          function=DeltaFunctionCall(**item["function"]))
+            for item in items
+        ]
+    return DeltaMessage(**delta) if delta else None
 
 
 class _OpenItem:
