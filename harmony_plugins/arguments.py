@@ -18,6 +18,7 @@ import json
 import re
 
 _STRUCTURAL = re.compile(r'[{}\[\]"\\]')
+_search = _STRUCTURAL.search
 
 PENDING = 0  # only whitespace so far: the body might still be empty
 RAW = 1  # not JSON: everything is argument text
@@ -43,6 +44,9 @@ class ArgumentCutter:
         """Take the next piece of the body; return the part that is argument text."""
         mode = self.mode
         if mode == JSON:  # the common step first: inside the value
+            if not self.escaped and _search(text) is None:
+                self.kept.append(text)  # most pieces: no bracket, quote or backslash
+                return text
             end = self._scan(text, 0)
             piece = text if end < 0 else self._end(text, end)
         elif mode == RAW:

@@ -4,7 +4,8 @@ Each turns the pieces of one delta into calls of ``Machine.text`` / ``Machine.ma
 holding back only what cannot be decided yet:
 
 * ids: the first bytes of a UTF-8 character split across tokens (or deltas). Consecutive
-  ordinary tokens are joined and decoded in one call.
+  ordinary tokens are joined; most tokens are whole characters, kept as text in the
+  vocabulary table, so only runs with a cut character are decoded (in one call).
 * text: a possible marker cut by the end of the delta (``<|chan``), at most
   ``MAX_SPELLING - 1`` characters. Text is searched for ``<|`` with ``str.find``, so each
   character is looked at a constant number of times.
@@ -27,7 +28,7 @@ class IdsInput:
 
     __slots__ = ("table", "size", "pending", "reasoning_tokens")
 
-    def __init__(self, table: list[bytes | int | None]) -> None:
+    def __init__(self, table: list[str | bytes | int | None]) -> None:
         self.table = table
         self.size = len(table)
         self.pending = b""  # the start of a UTF-8 character whose other bytes are to come
@@ -36,35 +37,59 @@ class IdsInput:
     def feed(self, ids: Iterable[int], machine: Machine, out: list[Event]) -> None:
         table = self.table
         size = self.size
-        run: list[bytes] = []
+        run: list[str | bytes] = []
+        cut = False  # the run holds a token that cuts a UTF-8 character (bytes, not text)
         for token in ids:
             piece = table[token] if 0 <= token < size else None
-            if piece.__class__ is bytes:
+            kind = piece.__class__
+            if kind is str:
                 run.append(piece)  # type: ignore[arg-type]
                 continue
+            if kind is bytes:
+                run.append(piece)  # type: ignore[arg-type]
+                cut = True
+                continue
             if run:
-                self._run(run, machine, out)
+                self._run(run, cut, machine, out)
                 run = []
+                cut = False
             if self.pending:  # a character cut by the marker
                 self.flush(machine, out)
             if piece is None:
                 machine.unknown_token(out)
             else:
                 machine.marker(piece, out)  # type: ignore[arg-type]
-        if run:
-            self._run(run, machine, out)
-
-    def _run(self, run: list[bytes], machine: Machine, out: list[Event]) -> None:
-        """Pass on a run of ordinary tokens: their route cannot change inside the run."""
-        data = run[0] if len(run) == 1 else b"".join(run)
-        if self.pending:
-            data = self.pending + data
-        text, used = _utf8_decode(data, "replace", False)
-        self.pending = data[used:] if used < len(data) else b""
+        if not run:
+            return
+        # The delta's last run, inline: the step that almost every delta is.
+        if cut or self.pending:
+            text = self._decode(run)
+        else:
+            text = run[0] if len(run) == 1 else "".join(run)  # type: ignore[assignment]
         if text:
-            machine.text(text, out)
+            machine.text(text, out)  # type: ignore[arg-type]
         if machine.state == BODY and machine.route == REASONING:
             self.reasoning_tokens += len(run)
+
+    def _run(self, run: list[str | bytes], cut: bool, machine: Machine,
+             out: list[Event]) -> None:
+        """Pass on a run of ordinary tokens: their route cannot change inside the run."""
+        if cut or self.pending:
+            text = self._decode(run)
+        else:  # the common case: whole characters only, no decoding at all
+            text = run[0] if len(run) == 1 else "".join(run)  # type: ignore[assignment]
+        if text:
+            machine.text(text, out)  # type: ignore[arg-type]
+        if machine.state == BODY and machine.route == REASONING:
+            self.reasoning_tokens += len(run)
+
+    def _decode(self, run: list[str | bytes]) -> str:
+        """Text of a run with a cut character: keep the bytes of one still incomplete."""
+        data = self.pending + b"".join(
+            p if p.__class__ is bytes else p.encode() for p in run)  # type: ignore[union-attr]
+        text, used = _utf8_decode(data, "replace", False)
+        self.pending = data[used:] if used < len(data) else b""
+        return text
 
     def flush(self, machine: Machine, out: list[Event]) -> None:
         if self.pending:

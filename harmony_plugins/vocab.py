@@ -1,10 +1,11 @@
 """Token-id tables: what each id of a Harmony tokenizer means to the parser.
 
-A :class:`Vocab` holds one list indexed by token id whose entries are the token's bytes
-(ordinary tokens), a marker constant from :mod:`harmony_plugins.markers` (special tokens),
-or None (ids the tokenizer does not define). Building one walks the whole vocabulary, so it
-is done once per tokenizer per process and cached; the parser's hot path is then a single
-list index per token.
+A :class:`Vocab` holds one list indexed by token id whose entries are, for ordinary tokens,
+the token's text (``str``) where its bytes are whole UTF-8 characters, else its bytes (a
+token that cuts a character); a marker constant from :mod:`harmony_plugins.markers` (special
+tokens); or None (ids the tokenizer does not define). Storing text saves the hot path a
+decode per token. Building one walks the whole vocabulary, so it is done once per tokenizer
+per process and cached; the parser's hot path is then a single list index per token.
 
 The special ids are read from the tokenizer itself, never assumed: a tokenizer that lacks
 the Harmony control tokens is refused with :class:`NotHarmonyTokenizer`.
@@ -28,11 +29,13 @@ class NotHarmonyTokenizer(ValueError):
 
 
 class Vocab:
-    """Token id -> bytes or marker. Build with the class methods; share freely (read-only)."""
+    """Token id -> text, bytes or marker. Build with the class methods; share freely
+    (read-only)."""
 
     __slots__ = ("table", "specials", "name")
 
-    def __init__(self, table: list[bytes | int | None], specials: dict[str, int], name: str):
+    def __init__(self, table: list[str | bytes | int | None], specials: dict[str, int],
+                 name: str):
         self.table = table
         self.specials = specials
         self.name = name
@@ -52,7 +55,7 @@ class Vocab:
                 f"special token(s) {', '.join(missing)}"
             )
         size = max(len(pieces), max(specials.values()) + 1, HARMONY_VOCAB_SIZE)
-        table: list[bytes | int | None] = list(pieces)
+        table: list[str | bytes | int | None] = [_text_or_bytes(p) for p in pieces]
         table.extend([None] * (size - len(table)))
         for token_id in mk.RESERVED_IDS:  # ids the model has but the tokenizer may not list
             if table[token_id] is None:
@@ -75,6 +78,16 @@ class Vocab:
     def from_hf(cls, tokenizer: Any) -> Vocab:
         """From a Hugging Face tokenizer (transformers or ``tokenizers``; cached per object)."""
         return _cached(tokenizer, _build_from_hf)
+
+
+def _text_or_bytes(piece: bytes | None) -> str | bytes | None:
+    """A token's text if its bytes are whole UTF-8 characters, else the bytes themselves."""
+    if piece is None:
+        return None
+    try:
+        return piece.decode("utf-8")
+    except UnicodeDecodeError:
+        return piece
 
 
 @functools.cache

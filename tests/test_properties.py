@@ -119,3 +119,25 @@ def test_random_text_never_raises(text, positions):
     result = run(split(text, positions), "text")
     assert result.message == run([text], "text").message
     assert leaks(result.message) == []
+
+
+# Characters of 2, 3 and 4 UTF-8 bytes, several of which o200k cuts across tokens.
+WIDE_TEXT = st.text("aé数据😀𝔘𝔫𝔦 \n", max_size=40)
+
+
+@SETTINGS
+@given(WIDE_TEXT, WIDE_TEXT, st.data())
+def test_characters_cut_across_tokens_survive_any_delta_split(reasoning, answer, data):
+    text = (f"<|channel|>analysis<|message|>{reasoning}<|end|><|start|>assistant"
+            f"<|channel|>final<|message|>{answer}<|return|>")
+    ids = to_ids(text)
+    sizes = data.draw(st.lists(st.integers(1, 5), min_size=len(ids), max_size=len(ids)))
+    groups, pos = [], 0
+    for size in sizes:
+        if pos >= len(ids):
+            break
+        groups.append(ids[pos : pos + size])
+        pos += size
+    message = run(groups, "ids").message
+    assert (message["reasoning"] or "") == reasoning
+    assert (message["content"] or "") == answer

@@ -20,7 +20,15 @@ def test_default_vocab_markers_and_bytes():
     assert v.table[200005] == mk.CHANNEL and v.table[200002] == mk.RETURN
     assert v.table[200012] == mk.CALL and v.table[199999] == mk.END_OF_TEXT
     assert v.table[200017] == mk.IGNORED and v.table[201087] == mk.IGNORED
-    assert v.table[35644] == b"analysis"
+    assert v.table[35644] == "analysis"  # whole characters: stored as text
+
+
+def test_tokens_that_cut_a_character_stay_bytes():
+    v = Vocab.o200k_harmony()
+    ids = tiktoken_encoding().encode_ordinary("\U0001d518")  # 4 UTF-8 bytes in 3 tokens
+    assert [v.table[i] for i in ids] == [b"\xf0\x9d", b"\x94", b"\x98"]
+    kinds = {type(x) for x in v.table}
+    assert kinds == {str, bytes, int}
 
 
 def test_tiktoken_vocab_equals_default():
