@@ -37,6 +37,15 @@ class IdsInput:
     def feed(self, ids: Iterable[int], machine: Machine, out: list[Event]) -> None:
         table = self.table
         size = self.size
+        if ids.__class__ is list and len(ids) == 1 and not self.pending:  # type: ignore[arg-type]
+            # One token per delta, the usual decode step: skip the run machinery.
+            token = ids[0]  # type: ignore[index]
+            piece = table[token] if 0 <= token < size else None
+            if piece.__class__ is str:
+                machine.text(piece, out)  # type: ignore[arg-type]
+                if machine.state == BODY and machine.route == REASONING:
+                    self.reasoning_tokens += 1
+                return
         run: list[str | bytes] = []
         cut = False  # the run holds a token that cuts a UTF-8 character (bytes, not text)
         for token in ids:
@@ -59,17 +68,8 @@ class IdsInput:
                 machine.unknown_token(out)
             else:
                 machine.marker(piece, out)  # type: ignore[arg-type]
-        if not run:
-            return
-        # The delta's last run, inline: the step that almost every delta is.
-        if cut or self.pending:
-            text = self._decode(run)
-        else:
-            text = run[0] if len(run) == 1 else "".join(run)  # type: ignore[assignment]
-        if text:
-            machine.text(text, out)  # type: ignore[arg-type]
-        if machine.state == BODY and machine.route == REASONING:
-            self.reasoning_tokens += len(run)
+        if run:
+            self._run(run, cut, machine, out)
 
     def _run(self, run: list[str | bytes], cut: bool, machine: Machine,
              out: list[Event]) -> None:

@@ -22,12 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from openai_harmony import Message, Role
-from vllm.entrypoints.generate.base.protocol import (
-    DeltaFunctionCall,
-    DeltaMessage,
-    DeltaToolCall,
-    FunctionCall,
-)
+from vllm.entrypoints.generate.base.protocol import DeltaMessage, FunctionCall
 from vllm.parser.harmony import ChunkResult, HarmonyParser, Segment
 from vllm.renderers.chat_utils import make_tool_call_id
 
@@ -45,6 +40,8 @@ from harmony_plugins.events import (
 )
 from harmony_plugins.header import tool_names
 from harmony_plugins.openai import chat_delta as openai_delta
+
+from .deltas import arguments_delta, from_chat_delta, text_delta
 
 logger = logging.getLogger("vllm.harmony_ext")
 
@@ -169,14 +166,17 @@ class HarmonyExtParser(HarmonyParser):
         self._fed += len(delta_token_ids)
         if finished:
             events += self._close()
-        if len(events) == 1:  # the common step: one piece of text
+        if len(events) == 1:  # the common step: one piece of text or of arguments
             event = events[0]
-            if event.__class__ is ContentText:
-                return DeltaMessage(content=event.text)
-            if event.__class__ is ReasoningText:
+            cls = event.__class__
+            if cls is ContentText:
+                return text_delta("content", event.text)  # type: ignore[union-attr]
+            if cls is ReasoningText:
                 if not request.include_reasoning:
                     return None
-                return DeltaMessage(reasoning=event.text)
+                return text_delta("reasoning", event.text)  # type: ignore[union-attr]
+            if cls is ToolCallArguments:
+                return arguments_delta(event.index, event.text)  # type: ignore[union-attr]
         elif not events:
             return None
         return chat_delta(events, request.include_reasoning)
@@ -265,14 +265,7 @@ def chat_delta(events: list[Event], include_reasoning: bool) -> DeltaMessage | N
         return None
     if not include_reasoning:
         delta.pop("reasoning", None)
-    items = delta.pop("tool_calls", None)
-    if items:
-        delta["tool_calls"] = [
-            DeltaToolCall(**{k: v for k, v in item.items() if k != "function"},
-                          function=DeltaFunctionCall(**item["function"]))
-            for item in items
-        ]
-    return DeltaMessage(**delta) if delta else None
+    return from_chat_delta(delta) if delta else None
 
 
 class _OpenItem:

@@ -179,3 +179,51 @@ def test_responses_segments_and_messages(parser_cls, tokenizer):
     assert deltas == '{"c": 1}'
     assert reasoning_tokens == 1
     assert parser.flush() == []  # nothing open: nothing to complete
+
+
+def test_deltas_are_built_unvalidated_here_and_equal_validated_ones(parser_cls, tokenizer,
+                                                                   monkeypatch):
+    from vllm_ext import deltas, harmony_parser
+
+    # With the pinned vLLM/pydantic the layout check passes, so the trusted path is the one
+    # under test in every parse_delta test of this file.
+    assert deltas.TRUSTED
+
+    def stream(text: str, size: int) -> list:
+        ids = tokenizer.encode(text)
+        parser = parser_cls(tokenizer, TOOLS)
+        chunks = [ids[i : i + size] for i in range(0, len(ids), size)]
+        return [parser.parse_delta("", c, request(), finished=n == len(chunks) - 1)
+                for n, c in enumerate(chunks)]
+
+    def shape(delta) -> object:
+        if delta is None:
+            return None
+        calls = [(c.model_fields_set, c.function.model_fields_set,
+                  c.model_dump_json(exclude_unset=True, exclude={"id"})) for c in delta.tool_calls]
+        return (type(delta), delta.model_fields_set, delta.reasoning, delta.content, calls,
+                delta.model_dump_json(exclude_unset=True, exclude={"tool_calls"}))
+
+    fields_seen = set()
+    trusted = {}
+    for text in CASES:
+        for size in (1, 2):
+            trusted[text, size] = [shape(d) for d in stream(text, size)]
+            fields_seen |= {tuple(sorted(d[1])) for d in trusted[text, size] if d}
+    assert {("content",), ("reasoning",), ("tool_calls",)} <= fields_seen
+
+    monkeypatch.setattr(deltas, "build", deltas._validated)
+    monkeypatch.setattr(harmony_parser, "text_delta", deltas._text_validated)
+    monkeypatch.setattr(harmony_parser, "arguments_delta", deltas._arguments_validated)
+    for (text, size), want in trusted.items():
+        assert [shape(d) for d in stream(text, size)] == want, (text, size)
+
+
+def test_deltas_fall_back_to_validation_when_the_layout_differs(monkeypatch):
+    from vllm_ext import deltas
+
+    monkeypatch.setattr(deltas, "_SPECS", {})  # as if pydantic's slots were not found
+    assert deltas._agrees() is False
+    a = deltas._arguments_validated(1, "x")
+    assert a == deltas._arguments_trusted(1, "x")
+    assert deltas._text_validated("content", "y") == deltas._text_trusted("content", "y")
