@@ -58,6 +58,8 @@ from harmony_plugins.events import (
     ToolCallEnd,
 )
 
+from .results import streaming_result, tool_call_item
+
 NAME = "harmony-ext"
 THINK_START = "<|channel|>analysis<|message|>"
 THINK_END = "<|end|>"
@@ -150,7 +152,7 @@ class SharedParse:
     parse then surfaces every ``functions.*`` call and the tool detector filters them.
     """
 
-    __slots__ = ("declared", "pending", "closed", "recovered", "_parser")
+    __slots__ = ("declared", "pending", "closed", "recovered", "_parser", "no_content")
 
     def __init__(self, declared: list[str] | None) -> None:
         self.declared = declared
@@ -160,6 +162,7 @@ class SharedParse:
         self._parser = StreamParser(
             declared, pass_undeclared=declared is None or pass_undeclared()
         )
+        self.no_content = Handoff("", self)  # the handoff of most steps, made once
 
     def feed(self, text: str) -> list[Event]:
         if not text:
@@ -264,7 +267,26 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
         return parse
 
     def parse_streaming_increment(self, new_text: str) -> ReasoningResult:
-        return self._result(self.parse.feed(new_text), final=False)
+        parse = self._parse or self.parse
+        events = parse.feed(new_text)
+        if len(events) == 1 and self.stream_reasoning and not self._held:
+            # The usual step, one piece of reasoning or of the answer: what _result does.
+            event = events[0]
+            cls = event.__class__
+            if cls is ReasoningText:
+                result = ReasoningResult(reasoning_text=event.text)  # type: ignore[union-attr]
+                result.normal_text = parse.no_content if self.hands_off else ""
+                return result
+            if cls is ContentText or cls is ToolCallArguments:
+                result = ReasoningResult()
+                if self.hands_off:
+                    parse.pending.append(event)
+                    result.normal_text = (Handoff(event.text, parse)  # type: ignore[union-attr]
+                                          if cls is ContentText else parse.no_content)
+                elif cls is ContentText:
+                    result.normal_text = event.text  # type: ignore[union-attr]
+                return result
+        return self._result(events, final=False)
 
     def finish(self) -> ReasoningResult:
         return self._result(self.parse.close(), final=True)
@@ -303,7 +325,10 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
         result = ReasoningResult(reasoning_text=reasoning_text)
         text = "".join(content)
         # Assigned after construction: the constructor would replace an empty Handoff by "".
-        result.normal_text = Handoff(text, parse) if self.hands_off else text
+        if self.hands_off:
+            result.normal_text = Handoff(text, parse) if text else parse.no_content
+        else:
+            result.normal_text = text
         return result
 
 
@@ -370,6 +395,17 @@ class HarmonyExtDetector(BaseFormatDetector):
         return events
 
     def _stream(self, events: list[Event], tools: list[Any]) -> StreamingParseResult:
+        if not events:
+            return streaming_result("", [])
+        if len(events) == 1:  # the usual step, one piece of content or arguments, directly
+            event = events[0]
+            cls = event.__class__
+            if cls is ContentText:
+                return streaming_result(event.text, [])  # type: ignore[union-attr]
+            if cls is ToolCallArguments:
+                index = self._index.get(event.index)  # type: ignore[union-attr]
+                calls = [] if index is None else [tool_call_item(index, event.text)]  # type: ignore[union-attr]
+                return streaming_result("", calls)
         content: list[str] = []
         items: list[ToolCallItem] = []
         for event in events:
@@ -384,7 +420,7 @@ class HarmonyExtDetector(BaseFormatDetector):
                 if items and items[-1].tool_index == index:
                     items[-1].parameters += text
                 else:
-                    items.append(ToolCallItem(tool_index=index, parameters=text))
+                    items.append(tool_call_item(index, text))
             elif cls is ToolCallBegin:
                 name = event.name  # type: ignore[union-attr]
                 if not self._declared(name, tools):
@@ -394,7 +430,7 @@ class HarmonyExtDetector(BaseFormatDetector):
                 self.streamed_args_for_tool.append("")
                 self.current_tool_id = index
                 self.current_tool_name_sent = True
-                items.append(ToolCallItem(tool_index=index, name=name, parameters=""))
+                items.append(tool_call_item(index, "", name))
             elif cls is ToolCallEnd:
                 index = self._index.get(event.index)  # type: ignore[union-attr]
                 if index is not None:
@@ -402,7 +438,7 @@ class HarmonyExtDetector(BaseFormatDetector):
                     arguments = event.arguments  # type: ignore[union-attr]
                     self.streamed_args_for_tool[index] = arguments
                     self.prev_tool_call_arr[index]["arguments"] = arguments
-        return StreamingParseResult(normal_text="".join(content), calls=items)
+        return streaming_result("".join(content), items)
 
     def _declared(self, name: str, tools: list[Any]) -> bool:
         """Whether a call from the parse is surfaced (only an unbound parse needs filtering)."""
@@ -439,12 +475,11 @@ class HarmonyExtDetector(BaseFormatDetector):
             if cls is ContentText:
                 content.append(event.text)  # type: ignore[union-attr]
             elif cls is ToolCallBegin and self._declared(event.name, tools):  # type: ignore[union-attr]
-                calls[event.index] = ToolCallItem(  # type: ignore[union-attr]
-                    tool_index=len(calls), name=event.name, parameters=""  # type: ignore[union-attr]
-                )
+                calls[event.index] = tool_call_item(  # type: ignore[union-attr]
+                    len(calls), "", event.name)  # type: ignore[union-attr]
             elif cls is ToolCallEnd and event.index in calls:  # type: ignore[union-attr]
                 calls[event.index].parameters = event.arguments  # type: ignore[union-attr]
-        return StreamingParseResult(normal_text="".join(content), calls=list(calls.values()))
+        return streaming_result("".join(content), list(calls.values()))
 
     def _parse_whole(self, text: str, tools: list[Any] | None) -> list[Event]:
         """Parse raw output once; ``has_tool_call`` and ``detect_and_parse`` share the result.

@@ -30,6 +30,7 @@ from sglang_cases import (
     chain_stream,
     char_chunkings,
     request_for,
+    sglang_tools,
     token_chunkings,
 )
 from tokenizers import Tokenizer
@@ -476,3 +477,32 @@ def test_zz_write_comparison_doc() -> None:
 def _stable(text: str) -> list[str]:
     return [line for line in text.splitlines()
             if not line.startswith(("SGLang ", "| harmony-ext |", "| SGLang `gpt-oss` |"))]
+
+
+def test_results_are_built_unvalidated_here_and_equal_validated_ones(pieces, monkeypatch) -> None:
+    from sglang_ext import detectors, results
+
+    # With the pinned SGLang/pydantic the layout check passes, so the chains above all ran
+    # the unvalidated builders.
+    assert results.TRUSTED
+
+    def items(case: Case) -> list[Any]:
+        request = request_for(case)
+        rp = ReasoningParser(NAME, stream_reasoning=True, request=request,
+                             tool_call_parser_active=True)
+        fp = FunctionCallParser(sglang_tools(case) or [], NAME)
+        detector = fp.detector
+        seen = []
+        for delta in pieces(case.text):
+            _, normal = rp.parse_stream_chunk(delta)
+            result = detector.parse_streaming_increment(normal, fp.tools)
+            seen.append((type(result), result.model_fields_set, result.model_dump(),
+                         [(i.model_fields_set, i.model_dump_json()) for i in result.calls]))
+        return seen
+
+    cases = [c for c in CASES if c.tools]
+    trusted_runs = [items(c) for c in cases]
+    assert any(any(step[3] for step in run) for run in trusted_runs)  # calls were streamed
+    monkeypatch.setattr(detectors, "streaming_result", results._validated_result)
+    monkeypatch.setattr(detectors, "tool_call_item", results._validated_item)
+    assert [items(c) for c in cases] == trusted_runs

@@ -220,9 +220,10 @@ def test_deltas_are_built_unvalidated_here_and_equal_validated_ones(parser_cls, 
 
 
 def test_deltas_fall_back_to_validation_when_the_layout_differs(monkeypatch):
+    from harmony_plugins import trusted
     from vllm_ext import deltas
 
-    monkeypatch.setattr(deltas, "_SPECS", {})  # as if pydantic's slots were not found
+    monkeypatch.setattr(trusted, "SLOTS", None)  # as if pydantic's slots were not found
     assert deltas._agrees() is False
     a = deltas._arguments_validated(1, "x")
     assert a == deltas._arguments_trusted(1, "x")

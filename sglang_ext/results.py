@@ -1,0 +1,78 @@
+"""SGLang's per-step tool-parser results (``StreamingParseResult``, ``ToolCallItem``).
+
+Both are pydantic models, and validating one costs more than our parse of the step (about
+0.9 us each; a ``StreamingParseResult`` left at its ``[]`` default, 1.6 us, because pydantic
+copies the default). The tool detector builds one per decode step per request, from strings
+and ints the parser produced, so they are built unvalidated (:mod:`harmony_plugins.trusted`)
+once a check at import shows that this makes exactly what validation makes; otherwise (another
+pydantic or SGLang) validated, and a debug line says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sglang.srt.function_call.core_types import StreamingParseResult, ToolCallItem
+
+from harmony_plugins import trusted
+
+logger = logging.getLogger("sglang_ext")
+
+_item = trusted.Builder(ToolCallItem)
+_new = object.__new__
+_set_dict, _set_fields, _set_extra, _set_private = trusted.SLOTS or (None,) * 4
+
+
+def _trusted_result(normal_text: str, calls: list[ToolCallItem]) -> StreamingParseResult:
+    # One per decode step per request: trusted.Builder inlined.
+    obj = _new(StreamingParseResult)
+    _set_dict(obj, {"normal_text": normal_text, "calls": calls})
+    _set_fields(obj, {"normal_text", "calls"})
+    _set_extra(obj, None)
+    _set_private(obj, None)
+    return obj
+
+
+def _trusted_item(index: int, parameters: str, name: str | None = None) -> ToolCallItem:
+    if name is None:
+        return _item({"tool_index": index, "parameters": parameters})
+    return _item({"tool_index": index, "name": name, "parameters": parameters})
+
+
+def _validated_result(normal_text: str, calls: list[ToolCallItem]) -> StreamingParseResult:
+    return StreamingParseResult(normal_text=normal_text, calls=calls)
+
+
+def _validated_item(index: int, parameters: str, name: str | None = None) -> ToolCallItem:
+    if name is None:
+        return ToolCallItem(tool_index=index, parameters=parameters)
+    return ToolCallItem(tool_index=index, name=name, parameters=parameters)
+
+
+def _agrees() -> bool:
+    """Whether the trusted builders make exactly what the validated constructors make."""
+    if trusted.SLOTS is None:
+        return False
+    try:
+        pairs: list[tuple[Any, Any]] = [
+            (_trusted_item(0, "{}"), _validated_item(0, "{}")),
+            (_trusted_item(1, "", "f"), _validated_item(1, "", "f")),
+            (_trusted_result("", []), _validated_result("", [])),
+        ]
+        pairs.append((_trusted_result("x", [pairs[0][1]]), _validated_result("x", [pairs[0][1]])))
+    except Exception:  # noqa: BLE001 - a layout we do not know: validate
+        return False
+    return trusted.same(pairs)
+
+
+TRUSTED = _agrees()
+"""Whether results are built without validation (False: this pydantic/SGLang differs)."""
+if not TRUSTED:
+    logger.debug("harmony-ext: building SGLang parse results with validation")
+
+streaming_result = _trusted_result if TRUSTED else _validated_result
+"""``streaming_result(normal_text, calls)``: the tool detector's result for one step."""
+
+tool_call_item = _trusted_item if TRUSTED else _validated_item
+"""``tool_call_item(index, parameters, name=None)``: one call's piece of one step."""

@@ -1,0 +1,68 @@
+"""harmony_plugins.trusted: unvalidated pydantic instances equal validated ones."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from harmony_plugins import trusted
+
+calls = []
+
+
+class Item(BaseModel):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class Loud(BaseModel):
+    """Like vLLM's OpenAIBaseModel: extras allowed, a Python wrap validator on every build."""
+
+    model_config = ConfigDict(extra="allow")
+    role: str | None = None
+    content: str | None = None
+    items: list[Item] = Field(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _count(cls, data, handler):
+        calls.append(data)
+        return handler(data)
+
+
+@pytest.mark.parametrize("cls, given", [
+    (Loud, {"content": "x"}),
+    (Loud, {}),
+    (Loud, {"role": "assistant", "content": None}),
+    (Loud, {"items": [Item(arguments="{}")]}),
+    (Item, {"arguments": "a"}),
+    (Item, {"name": "f", "arguments": ""}),
+])
+def test_builder_makes_what_validation_makes(cls, given):
+    calls.clear()
+    fast = trusted.Builder(cls)(given)
+    assert calls == []  # the validator did not run
+    slow = cls(**given)
+    assert trusted.same([(fast, slow)])
+    assert fast.model_fields_set == set(given)
+    assert fast.model_dump_json(exclude_unset=True) == slow.model_dump_json(exclude_unset=True)
+
+
+def test_default_factories_are_fresh_per_instance():
+    build = trusted.Builder(Loud)
+    a, b = build({}), build({})
+    a.items.append(Item())
+    assert b.items == []
+
+
+def test_same_tells_differences():
+    good = trusted.Builder(Item)({"arguments": "a"})
+    assert not trusted.same([(good, Item(arguments="b"))])  # another value
+    assert not trusted.same([(good, Item(name=None, arguments="a"))])  # other fields set
+    assert not trusted.same([(Loud(content="a"), Item(arguments="a"))])  # another type
+    assert trusted.same([(good, Item(arguments="a"))])
+
+
+def test_same_says_no_where_the_layout_is_unknown(monkeypatch):
+    monkeypatch.setattr(trusted, "SLOTS", None)
+    assert not trusted.same([(Item(), Item())])
