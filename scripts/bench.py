@@ -8,14 +8,16 @@
 What runs, on the same o200k_harmony token streams for everyone (built here, once, and handed
 to every worker as a file): four realistic output shapes (long reasoning then a short answer;
 a long final answer; reasoning then a tool call with large arguments; several calls) at
-1k-128k tokens, fed 1 and 8 tokens per delta, through seven implementations:
+1k-128k tokens, fed 1 and 8 tokens per delta, through seven implementations and one floor:
 
 - core-ids: ``harmony_plugins.StreamParser.feed_ids`` (.venv);
 - core-text: ``StreamParser.feed_text`` on the same output decoded as SGLang hands it over;
 - openai_harmony: ``StreamableParser`` per token, reading delta, channel and recipient;
 - vllm-builtin / vllm-ext: vLLM's ``HarmonyParser.parse_delta`` / ours (.venv-vllm);
 - sglang-builtin / sglang-ext: SGLang's ``gpt-oss`` / ``harmony-ext`` reasoning and tool
-  parsers (.venv-sglang).
+  parsers (.venv-sglang);
+- sglang-floor: the same SGLang chain with detectors that return a prebuilt result: what
+  SGLang itself costs per step, the least any parser can cost there.
 
 Each implementation runs in a subprocess of the venv that has its engine
 (``scripts/bench_workers.py``, which prints JSON); this script merges the results into one
@@ -69,6 +71,9 @@ IMPLS = {  # name -> (venv, ours, label)
     "vllm-builtin": (".venv-vllm", False, "vLLM built-in HarmonyParser"),
     "sglang-ext": (".venv-sglang", True, "SGLang + sglang_ext (harmony-ext)"),
     "sglang-builtin": (".venv-sglang", False, "SGLang built-in gpt-oss parsers"),
+    "sglang-floor": (".venv-sglang", False,
+                     "SGLang's parser chain alone (detectors that parse nothing): the least "
+                     "any parser can cost there"),
 }
 PAIRS = [("core-ids", "openai_harmony"), ("vllm-ext", "vllm-builtin"),
          ("sglang-ext", "sglang-builtin")]
@@ -515,6 +520,19 @@ def claims(results: dict[str, Any], lengths: list[int]) -> list[tuple[str, str, 
             below, measured = [], "not measured"
         if gaps:
             measured += f"; not measured: {', '.join(gaps)} (see the tables)"
+        floor = f"{theirs.split('-')[0]}-floor"
+        if below and floor in IMPLS:
+            bounds = []
+            for _, where in below:
+                shape, size = where.split()[0], int(where.split()[1].split("/")[0])
+                f = median_of(results, floor, shape, 16 * K, size)
+                c = median_of(results, "core-text", shape, 16 * K, size)
+                b = median_of(results, theirs, shape, 16 * K, size)
+                if f and c and b:
+                    bounds.append(f"{where} {b / (f + c):.1f}x")
+            if bounds:
+                measured += (f"; the most any adapter on our core could reach there, "
+                             f"{theirs} / ({floor} + core-text): " + ", ".join(bounds))
         out.append((f"{label} >= 10x cheaper than the built-in at 16k tokens", measured,
                     _holds(pairs and not below, gaps, bool(pairs))))
     worst_us, worst_where, beaten, over, rows = 0.0, "", [], [], 0
@@ -781,7 +799,7 @@ def write_plot(path: Path, results: dict[str, Any], lengths: list[int]) -> bool:
         return False
     colors = {"core-ids": "#1b7837", "core-text": "#5aae61", "openai_harmony": "#762a83",
               "vllm-ext": "#2166ac", "vllm-builtin": "#b2182b", "sglang-ext": "#35978f",
-              "sglang-builtin": "#e08214"}
+              "sglang-builtin": "#e08214", "sglang-floor": "#999999"}
     fig, axes = plt.subplots(2, 2, figsize=(12, 9), sharex=True, sharey=True)
     for ax, shape in zip(axes.flat, SHAPES, strict=True):
         for impl in IMPLS:

@@ -7,13 +7,14 @@ why every implementation is measured in its own process, on the same streams.
 
     python scripts/bench_workers.py IMPL --streams FILE --plan FILE
 
-Implementations (``IMPLS``): ``core-ids``, ``core-text``, ``openai_harmony``,
-``vllm-builtin``, ``vllm-ext``, ``sglang-builtin``, ``sglang-ext``. Each is driven the way
-its server drives it, one request at a time: a fresh per-request parser, one call per delta,
-the end-of-stream call on the last delta. What the call returns is built (that is part of the
-cost) and dropped; :func:`Driver.collect` reads it instead, untimed, for the correctness
-cross-check. Times are CPU time of this thread (``time.thread_time``), so that other
-processes on a shared machine do not count; the interpreter's garbage collector stays on.
+Implementations (``IMPLS``): ``core-ids``, ``core-text``, ``openai_harmony``, ``vllm-builtin``,
+``vllm-ext``, ``sglang-builtin``, ``sglang-ext``, and ``sglang-floor`` (SGLang's chain with
+detectors that parse nothing: the least any parser can cost there). Each is driven the way its
+server drives it, one request at a time: a fresh per-request parser, one call per delta, the
+end-of-stream call on the last delta. What the call returns is built (that is part of the cost)
+and dropped; :func:`Driver.collect` reads it instead, untimed, for the correctness cross-check.
+Times are CPU time of this thread (``time.thread_time``), so that other processes on a shared
+machine do not count; the interpreter's garbage collector stays on.
 
 An implementation whose engine is not importable answers ``{"status": "skipped", ...}``.
 Cells that would exceed the plan's per-cell budget are estimated from the smaller lengths
@@ -437,6 +438,48 @@ class SglangDriver(Driver):
         return message(reasoning, content, [calls[i] for i in sorted(calls)])
 
 
+class SglangFloorDriver(SglangDriver):
+    """SGLang's own per-step cost, with detectors that parse nothing: the same
+    ``ReasoningParser`` / ``FunctionCallParser`` chain as the others, but each detector
+    returns one result built in advance. No parser plugged into SGLang can cost less per
+    step, so ``sglang-builtin / sglang-floor`` bounds the ratio any parser can reach."""
+
+    def __init__(self, tools: list[dict[str, Any]]) -> None:
+        super().__init__(tools, ours=False)
+        self.name = "sglang-floor"
+        from sglang.srt.function_call.core_types import StreamingParseResult
+        from sglang.srt.parser.reasoning_parser import StreamingParseResult as ReasoningResult
+
+        reasoning_result = ReasoningResult(reasoning_text="", normal_text="")
+        tool_result = StreamingParseResult(normal_text="", calls=[])
+
+        class NullReasoning:
+            def parse_streaming_increment(self, text: str) -> Any:
+                return reasoning_result
+
+            def finish(self) -> Any:
+                return reasoning_result
+
+        class NullTool:
+            @classmethod
+            def parses_without_tools(cls) -> bool:
+                return True
+
+            def parse_streaming_increment(self, text: str, tools: Any) -> Any:
+                return tool_result
+
+            def finish(self, tools: Any) -> Any:
+                return tool_result
+
+        self.null = NullReasoning, NullTool
+        self.versions["parsers"] = "none (detectors that return a prebuilt result)"
+
+    def _parsers(self) -> tuple[Any, Any]:
+        rp, fp = super()._parsers()
+        rp.detector, fp.detector = self.null[0](), self.null[1]()
+        return rp, fp
+
+
 IMPLS: dict[str, Callable[[list[dict[str, Any]]], Driver]] = {
     "core-ids": lambda tools: CoreDriver(tools, "ids"),
     "core-text": lambda tools: CoreDriver(tools, "text"),
@@ -445,6 +488,7 @@ IMPLS: dict[str, Callable[[list[dict[str, Any]]], Driver]] = {
     "vllm-ext": lambda tools: VllmDriver(tools, ours=True),
     "sglang-builtin": lambda tools: SglangDriver(tools, ours=False),
     "sglang-ext": lambda tools: SglangDriver(tools, ours=True),
+    "sglang-floor": SglangFloorDriver,
 }
 
 

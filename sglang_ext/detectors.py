@@ -168,9 +168,10 @@ class SharedParse:
         if not text:
             return []
         events = self._parser.feed_text(text)
-        for event in events:
-            if event.__class__ is Recovery:
-                count(event, self)  # type: ignore[arg-type]
+        if len(events) != 1 or events[0].__class__ is Recovery:  # one text event: nothing to count
+            for event in events:
+                if event.__class__ is Recovery:
+                    count(event, self)  # type: ignore[arg-type]
         return events
 
     def close(self) -> list[Event]:
@@ -188,7 +189,9 @@ class SharedParse:
 
     def take(self) -> list[Event]:
         """The queued events, emptying the queue."""
-        events, self.pending = self.pending, []
+        events = self.pending
+        if events:  # most steps queue nothing: keep the empty list
+            self.pending = []
         return events
 
     def has_call(self) -> bool:
@@ -384,7 +387,7 @@ class HarmonyExtDetector(BaseFormatDetector):
             self._shared = shared
             events = shared.take()
             if final and not shared.closed:  # the reasoning detector was not finished
-                events += [e for e in shared.close() if e.__class__ is not ReasoningText]
+                events = events + [e for e in shared.close() if e.__class__ is not ReasoningText]
             return events
         own = self._own
         if own is None:
@@ -465,7 +468,7 @@ class HarmonyExtDetector(BaseFormatDetector):
             self._shared = shared
             events = shared.take()
             if not shared.closed:
-                events += shared.close()
+                events = events + shared.close()
         else:
             events = self._parse_whole(text, tools)
         content: list[str] = []
