@@ -342,7 +342,9 @@ class HarmonyExtDetector(BaseFormatDetector):
     arguments follow as the model writes them, raw (never re-serialised), so the streamed
     pieces add up to the non-streamed arguments. ``prev_tool_call_arr`` / ``streamed_args_for_tool``
     get a call's whole argument string when the call ends (SGLang reads them only at the end
-    of the stream), the same in both, so SGLang's end-of-stream top-up sends nothing.
+    of the stream), the same in both, so SGLang's end-of-stream top-up sends nothing. SGLang
+    reads only the last entry, so an entry's text is let go when the next call begins: a
+    request holds the arguments of its current call only.
     """
 
     def __init__(self) -> None:
@@ -429,6 +431,9 @@ class HarmonyExtDetector(BaseFormatDetector):
                 if not self._declared(name, tools):
                     continue
                 index = self._index[event.index] = len(self.prev_tool_call_arr)  # type: ignore[union-attr]
+                if index:  # SGLang reads only the last entry: let the earlier call's text go
+                    self.prev_tool_call_arr[-1]["arguments"] = ""
+                    self.streamed_args_for_tool[-1] = ""
                 self.prev_tool_call_arr.append({"name": name, "arguments": ""})
                 self.streamed_args_for_tool.append("")
                 self.current_tool_id = index

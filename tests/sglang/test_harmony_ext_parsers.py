@@ -506,3 +506,26 @@ def test_results_are_built_unvalidated_here_and_equal_validated_ones(pieces, mon
     monkeypatch.setattr(detectors, "streaming_result", results._validated_result)
     monkeypatch.setattr(detectors, "tool_call_item", results._validated_item)
     assert [items(c) for c in cases] == trusted_runs
+
+
+def test_a_request_holds_only_its_current_calls_arguments(pieces) -> None:
+    """SGLang's top-up reads only the last entry of prev_tool_call_arr/streamed_args_for_tool:
+    earlier calls' arguments are let go, the last call's stay (so the top-up sends nothing)."""
+    case = next(c for c in CASES if c.id == "two_calls")
+    request = request_for(case)
+    rp = ReasoningParser(NAME, stream_reasoning=True, request=request,
+                         tool_call_parser_active=True)
+    fp = FunctionCallParser(sglang_tools(case) or [], NAME)
+    streamed: dict[int, str] = {}
+    for delta in pieces(case.text):
+        _, normal = rp.parse_stream_chunk(delta)
+        _, items = fp.parse_stream_chunk(normal)
+        for item in items:
+            streamed[item.tool_index] = streamed.get(item.tool_index, "") + item.parameters
+    rp.parse_stream_end()
+    fp.parse_stream_end()
+    detector = fp.detector
+    assert streamed == {0: '{"city":"Paris"}', 1: '{"city":"Rome"}'}
+    assert [e["name"] for e in detector.prev_tool_call_arr] == ["get_weather", "get_weather"]
+    assert [e["arguments"] for e in detector.prev_tool_call_arr] == ["", '{"city":"Rome"}']
+    assert detector.streamed_args_for_tool == ["", '{"city":"Rome"}']
