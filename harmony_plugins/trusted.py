@@ -9,7 +9,7 @@ with strings and ints the parser produced, so validation has nothing to check. A
 given, extras) without running it.
 
 That relies on pydantic v2's instance layout (four slots on ``BaseModel``). Adapters must
-call :func:`same` on a few samples at import and use the validated constructor if it says
+call :func:`agrees` on a few samples at import and use the validated constructor if it says
 no; :data:`SLOTS` is None where pydantic is missing or laid out otherwise. This module does
 not import pydantic unless asked to, so the core stays free of it.
 """
@@ -68,6 +68,20 @@ class Builder:
         set_extra(obj, {} if self.extra else None)
         set_private(obj, None)
         return obj
+
+
+def agrees(pairs: Callable[[], list[tuple[Any, Any]]]) -> bool:
+    """Build (built here, validated) sample pairs and compare them with :func:`same`.
+
+    False where the layout is unknown or building a sample fails: use validation then.
+    """
+    if SLOTS is None:
+        return False
+    try:
+        built = pairs()
+    except Exception:  # noqa: BLE001 - a layout we do not know: validate
+        return False
+    return same(built)
 
 
 def same(pairs: list[tuple[Any, Any]]) -> bool:

@@ -50,23 +50,18 @@ def _validated_item(index: int, parameters: str, name: str | None = None) -> Too
     return ToolCallItem(tool_index=index, name=name, parameters=parameters)
 
 
-def _agrees() -> bool:
-    """Whether the trusted builders make exactly what the validated constructors make."""
-    if trusted.SLOTS is None:
-        return False
-    try:
-        pairs: list[tuple[Any, Any]] = [
-            (_trusted_item(0, "{}"), _validated_item(0, "{}")),
-            (_trusted_item(1, "", "f"), _validated_item(1, "", "f")),
-            (_trusted_result("", []), _validated_result("", [])),
-        ]
-        pairs.append((_trusted_result("x", [pairs[0][1]]), _validated_result("x", [pairs[0][1]])))
-    except Exception:  # noqa: BLE001 - a layout we do not know: validate
-        return False
-    return trusted.same(pairs)
+def _pairs() -> list[tuple[Any, Any]]:
+    """Samples of every shape built here, each with its validated twin."""
+    item = _validated_item(0, "{}")
+    return [
+        (_trusted_item(0, "{}"), item),
+        (_trusted_item(1, "", "f"), _validated_item(1, "", "f")),
+        (_trusted_result("", []), _validated_result("", [])),
+        (_trusted_result("x", [item]), _validated_result("x", [item])),
+    ]
 
 
-TRUSTED = _agrees()
+TRUSTED = trusted.agrees(_pairs)
 """Whether results are built without validation (False: this pydantic/SGLang differs)."""
 if not TRUSTED:
     logger.debug("harmony-ext: building SGLang parse results with validation")

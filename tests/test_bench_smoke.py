@@ -92,9 +92,13 @@ def test_worker_output_shape(results, impl: str) -> None:
         assert cell["median_us"] > 0 and cell["p95_us"] >= cell["median_us"]
     assert r["concurrent"]["status"] == "ok"
     assert r["concurrent"]["tokens"] > 0
+    floor = impl.endswith("-floor")  # the engine's chain with detectors that parse nothing
     for item in r["messages"]:
         message = item["message"]
         assert "error" not in message, message
+        if floor:
+            assert not message["reasoning"] and not message["content"] and not message["calls"]
+            continue
         assert message["reasoning"]
         assert len(message["calls"]) == EXPECTED_CALLS[item["shape"]]
 

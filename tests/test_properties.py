@@ -26,6 +26,18 @@ SETTINGS = settings(max_examples=300, deadline=None,
 cuts = st.lists(st.integers(0, 400), max_size=40)
 
 
+def random_groups(ids: list[int], data: st.DataObject, most: int) -> list[list[int]]:
+    """Cut ids into consecutive deltas of 1 to ``most`` tokens, sizes drawn by hypothesis."""
+    sizes = data.draw(st.lists(st.integers(1, most), min_size=len(ids), max_size=len(ids)))
+    groups, pos = [], 0
+    for size in sizes:
+        if pos >= len(ids):
+            break
+        groups.append(ids[pos : pos + size])
+        pos += size
+    return groups
+
+
 @SETTINGS
 @given(harmony_output(), cuts, st.sampled_from(["stop", "length"]))
 def test_text_result_does_not_depend_on_the_cuts(text, positions, finish):
@@ -42,14 +54,7 @@ def test_ids_result_does_not_depend_on_the_cuts(text, data):
     ids = to_ids(text)
     whole = run([ids], "ids")
     one_by_one = run([[i] for i in ids], "ids")
-    sizes = data.draw(st.lists(st.integers(1, 8), min_size=len(ids), max_size=len(ids)))
-    groups, pos = [], 0
-    for size in sizes:
-        if pos >= len(ids):
-            break
-        groups.append(ids[pos : pos + size])
-        pos += size
-    grouped = run(groups, "ids")
+    grouped = run(random_groups(ids, data, 8), "ids")
     assert one_by_one.message == whole.message
     assert grouped.message == whole.message
     assert grouped.recoveries == whole.recoveries == one_by_one.recoveries
@@ -131,13 +136,6 @@ def test_characters_cut_across_tokens_survive_any_delta_split(reasoning, answer,
     text = (f"<|channel|>analysis<|message|>{reasoning}<|end|><|start|>assistant"
             f"<|channel|>final<|message|>{answer}<|return|>")
     ids = to_ids(text)
-    sizes = data.draw(st.lists(st.integers(1, 5), min_size=len(ids), max_size=len(ids)))
-    groups, pos = [], 0
-    for size in sizes:
-        if pos >= len(ids):
-            break
-        groups.append(ids[pos : pos + size])
-        pos += size
-    message = run(groups, "ids").message
+    message = run(random_groups(ids, data, 5), "ids").message
     assert (message["reasoning"] or "") == reasoning
     assert (message["content"] or "") == answer

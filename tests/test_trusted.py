@@ -66,3 +66,13 @@ def test_same_tells_differences():
 def test_same_says_no_where_the_layout_is_unknown(monkeypatch):
     monkeypatch.setattr(trusted, "SLOTS", None)
     assert not trusted.same([(Item(), Item())])
+
+
+def test_agrees_builds_the_samples_and_says_no_on_any_error():
+    assert trusted.agrees(lambda: [(trusted.Builder(Item)({"name": "f"}), Item(name="f"))])
+    assert not trusted.agrees(lambda: [(trusted.Builder(Item)({"name": "f"}), Item(name="g"))])
+
+    def broken() -> list:
+        raise TypeError("a field this pydantic does not know")
+
+    assert not trusted.agrees(broken)

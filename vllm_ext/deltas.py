@@ -78,30 +78,24 @@ def _arguments_validated(index: int, text: str) -> DeltaMessage:
         DeltaToolCall(index=index, function=DeltaFunctionCall(arguments=text))])
 
 
-def _agrees() -> bool:
-    """Whether the trusted builders make exactly what the validated constructors make."""
-    if trusted.SLOTS is None:
-        return False
-    try:
-        function = {"arguments": '{"a": 1}'}
-        item = DeltaToolCall(index=2, id="call_1", type="function",
-                             function=DeltaFunctionCall(name="f", arguments=""))
-        pairs = [
-            (_arguments_trusted(3, "x"), _arguments_validated(3, "x")),
-            (_text_trusted("content", "a"), _text_validated("content", "a")),
-            (_text_trusted("reasoning", "r"), _text_validated("reasoning", "r")),
-            (_trusted(DeltaMessage, {"reasoning": "r", "content": "c"}),
-             DeltaMessage(reasoning="r", content="c")),
-            (_trusted(DeltaFunctionCall, function), DeltaFunctionCall(**function)),
-            (_trusted(DeltaToolCall, dict(item)), item),
-            (_trusted(DeltaMessage, {"tool_calls": [item]}), DeltaMessage(tool_calls=[item])),
-        ]
-    except Exception:  # noqa: BLE001 - a layout we do not know: validate
-        return False
-    return trusted.same(pairs)
+def _pairs() -> list[tuple[Any, Any]]:
+    """Samples of every shape built here, each with its validated twin."""
+    function = {"arguments": '{"a": 1}'}
+    item = DeltaToolCall(index=2, id="call_1", type="function",
+                         function=DeltaFunctionCall(name="f", arguments=""))
+    return [
+        (_arguments_trusted(3, "x"), _arguments_validated(3, "x")),
+        (_text_trusted("content", "a"), _text_validated("content", "a")),
+        (_text_trusted("reasoning", "r"), _text_validated("reasoning", "r")),
+        (_trusted(DeltaMessage, {"reasoning": "r", "content": "c"}),
+         DeltaMessage(reasoning="r", content="c")),
+        (_trusted(DeltaFunctionCall, function), DeltaFunctionCall(**function)),
+        (_trusted(DeltaToolCall, dict(item)), item),
+        (_trusted(DeltaMessage, {"tool_calls": [item]}), DeltaMessage(tool_calls=[item])),
+    ]
 
 
-TRUSTED = _agrees()
+TRUSTED = trusted.agrees(_pairs)
 """Whether deltas are built without validation (False: this pydantic/vLLM differs)."""
 if not TRUSTED:
     logger.debug("harmony-ext: building vLLM deltas with validation (layout check failed)")
