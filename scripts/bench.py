@@ -75,6 +75,7 @@ IMPLS = {  # name -> (venv, ours, label)
                      "SGLang's parser chain alone (detectors that parse nothing): the least "
                      "any parser can cost there"),
 }
+FLOORS = {"sglang-builtin": "sglang-floor"}  # built-in -> its engine's cost with no parsing
 PAIRS = [("core-ids", "openai_harmony"), ("vllm-ext", "vllm-builtin"),
          ("sglang-ext", "sglang-builtin")]
 CHECK_PAIRS = PAIRS + [("core-text", "core-ids")]
@@ -520,8 +521,8 @@ def claims(results: dict[str, Any], lengths: list[int]) -> list[tuple[str, str, 
             below, measured = [], "not measured"
         if gaps:
             measured += f"; not measured: {', '.join(gaps)} (see the tables)"
-        floor = f"{theirs.split('-')[0]}-floor"
-        if below and floor in IMPLS:
+        floor = FLOORS.get(theirs)
+        if below and floor:
             bounds = []
             for _, where in below:
                 shape, size = where.split()[0], int(where.split()[1].split("/")[0])

@@ -170,22 +170,18 @@ class CoreDriver(Driver):
         parser.close()
 
     def collect(self, deltas: list[Any]) -> dict[str, Any]:
-        from harmony_plugins.events import ContentText, ReasoningText, ToolCallBegin, ToolCallEnd
+        from harmony_plugins import ChatResult
 
         parser = self.StreamParser(self.tools)
         feed = parser.feed_ids if self.mode == "ids" else parser.feed_text
-        events = [e for d in deltas for e in feed(d)] + parser.close()
-        reasoning, content, calls = [], [], []
-        for e in events:
-            if isinstance(e, ReasoningText):
-                reasoning.append(e.text)
-            elif isinstance(e, ContentText):
-                content.append(e.text)
-            elif isinstance(e, ToolCallBegin):
-                calls.append([e.name, ""])
-            elif isinstance(e, ToolCallEnd):
-                calls[-1][1] = e.arguments
-        return message(reasoning, content, calls)
+        result = ChatResult()
+        for delta in deltas:
+            result.add(feed(delta))
+        result.add(parser.close())
+        got = result.message()
+        return message([got["reasoning"] or ""], [got["content"] or ""],
+                       [[c["function"]["name"], c["function"]["arguments"]]
+                        for c in got["tool_calls"]])
 
 
 class OpenAIHarmonyDriver(Driver):

@@ -30,18 +30,16 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
     exit 3
 fi
 
-STAMP="$VLLM_REQ|${EXTRA[*]}|$("$PYTHON" -c 'import sys; print(sys.version.split()[0])')|$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
-if [[ ! -f "$VENV/.ok" || "$(cat "$VENV/.ok")" != "$STAMP" ]]; then
+source "$ROOT/scripts/venv.sh"
+STAMP="$(venv_stamp "$PYTHON" "$VLLM_REQ" "${EXTRA[*]}")"
+if ! venv_current "$VENV" "$STAMP"; then
     start=$SECONDS
-    rm -f "$VENV/.ok"
-    if [[ ! -x "$VENV/bin/python" ]]; then
-        "$PYTHON" -m venv "$VENV"
-    fi
+    venv_open "$VENV" "$PYTHON"
     PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
     "${PIP[@]}" install "$VLLM_REQ"
     "${PIP[@]}" install -e "$ROOT"
     "${PIP[@]}" install "${EXTRA[@]}"
-    echo "$STAMP" >"$VENV/.ok"
+    venv_mark "$VENV" "$STAMP"
     echo "gpu_e2e: $VENV ready in $((SECONDS - start)) s"
 fi
 

@@ -9,12 +9,12 @@ VENV="$ROOT/.venv"
 PYTHON="${PYTHON:-python3.11}"
 command -v "$PYTHON" >/dev/null || PYTHON=python3
 
-STAMP="$("$PYTHON" -c 'import sys; print(sys.version.split()[0])')|$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
-if [[ -f "$VENV/.ok" && "$(cat "$VENV/.ok")" == "$STAMP" ]]; then
+source "$ROOT/scripts/venv.sh"
+STAMP="$(venv_stamp "$PYTHON")"
+if venv_current "$VENV" "$STAMP"; then
     exit 0
 fi
-rm -f "$VENV/.ok"
-[[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
+venv_open "$VENV" "$PYTHON"
 "$VENV/bin/python" -m pip install --disable-pip-version-check -q -e "$ROOT[test]"
-echo "$STAMP" >"$VENV/.ok"
+venv_mark "$VENV" "$STAMP"
 echo "setup_env: $VENV ready"

@@ -17,18 +17,16 @@ EXTRA=(openai pytest hypothesis transformers)
 
 # The stamp covers everything that decides the contents of the venv, including our
 # own dependency list (pyproject.toml), so editing either rebuilds what changed.
-STAMP="$VLLM_REQ|${UNWANTED[*]}|${EXTRA[*]}|$("$PYTHON" -c 'import sys; print(sys.version.split()[0])')|$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
+source "$ROOT/scripts/venv.sh"
+STAMP="$(venv_stamp "$PYTHON" "$VLLM_REQ" "${UNWANTED[*]}" "${EXTRA[*]}")"
 
-if [[ -f "$VENV/.ok" && "$(cat "$VENV/.ok")" == "$STAMP" ]]; then
+if venv_current "$VENV" "$STAMP"; then
     echo "setup_vllm_env: $VENV is up to date"
     exit 0
 fi
 
 start=$SECONDS
-rm -f "$VENV/.ok"
-if [[ ! -x "$VENV/bin/python" ]]; then
-    "$PYTHON" -m venv "$VENV"
-fi
+venv_open "$VENV" "$PYTHON"
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
 
 # torch 2.13.0+cpu is resolved from the machine's local wheel store (pip's find-links).
@@ -50,5 +48,5 @@ fi
 "${PIP[@]}" install "${EXTRA[@]}"
 
 "$VENV/bin/python" -c 'import vllm; print("vllm", vllm.__version__)'
-echo "$STAMP" >"$VENV/.ok"
+venv_mark "$VENV" "$STAMP"
 echo "setup_vllm_env: ready in $((SECONDS - start)) s"

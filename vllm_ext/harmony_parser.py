@@ -39,6 +39,7 @@ from harmony_plugins.events import (
     ToolCallEnd,
 )
 from harmony_plugins.header import tool_names
+from harmony_plugins.openai import ChatResult
 from harmony_plugins.openai import chat_delta as openai_delta
 
 from .deltas import arguments_delta, from_chat_delta, text_delta
@@ -138,19 +139,13 @@ class HarmonyExtParser(HarmonyParser):
         events = core.feed_ids(model_output_token_ids)
         self._fed += len(model_output_token_ids)
         events += self._close()
-        reasoning: list[str] = []
-        content: list[str] = []
-        calls: list[FunctionCall] = []
-        for event in events:
-            if isinstance(event, ReasoningText):
-                reasoning.append(event.text)
-            elif isinstance(event, ContentText):
-                content.append(event.text)
-            elif isinstance(event, ToolCallBegin):
-                calls.append(FunctionCall(id=event.id, name=event.name, arguments=""))
-            elif isinstance(event, ToolCallEnd):
-                calls[event.index].arguments = event.arguments
-        return "".join(reasoning) or None, "".join(content) or None, calls or None
+        result = ChatResult()
+        result.add(events)
+        message = result.message()
+        calls = [FunctionCall(id=call["id"], name=call["function"]["name"],
+                              arguments=call["function"]["arguments"])
+                 for call in message["tool_calls"]]
+        return message["reasoning"] or None, message["content"] or None, calls or None
 
     def parse_delta(
         self,

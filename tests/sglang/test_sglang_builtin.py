@@ -7,12 +7,12 @@ The detector chain mirrors serving_chat: reasoning parser first, its normal text
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterator
+import functools
 from pathlib import Path
 from typing import Any
 
 import pytest
+import sglang_cases
 from sglang.srt.entrypoints.openai.protocol import Tool
 from sglang.srt.function_call.function_call_parser import FunctionCallParser
 from sglang.srt.parser.reasoning_parser import ReasoningParser
@@ -89,17 +89,8 @@ def token_texts(hf_dir: Path):
     return pieces
 
 
-def token_chunkings(pieces: list[str], seeds: int = 8) -> Iterator[list[str]]:
-    """Whole text, one token per delta, and random groups of 1-4 tokens per delta."""
-    yield ["".join(pieces)]
-    yield pieces
-    for seed in range(seeds):
-        rnd, out, i = random.Random(seed), [], 0
-        while i < len(pieces):
-            k = rnd.randint(1, 4)
-            out.append("".join(pieces[i : i + k]))
-            i += k
-        yield out
+# Whole text, one token per delta, and random groups of 1-4 tokens per delta.
+token_chunkings = functools.partial(sglang_cases.token_chunkings, seeds=8)
 
 
 def test_analysis_then_final_is_split_the_same_streamed_or_not(token_texts) -> None:
