@@ -16,7 +16,10 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from typing import Any
+import os
+import sys
+from collections.abc import MutableMapping
+from typing import Any, NoReturn
 
 NAME = "harmony-ext"
 SUPPORTED = ((0, 32), (0, 33))
@@ -54,6 +57,45 @@ def register() -> None:
         logger.info("harmony-ext: registered tool and reasoning parser %r on vLLM %s; "
                     "selecting either puts harmony-ext's parser on the request path.",
                     NAME, version)
+    warn_if_bypassed(sys.argv, os.environ)
+
+
+RUST_FRONTEND = "VLLM_USE_RUST_FRONTEND"
+_PARSER_FLAGS = ("--tool-call-parser", "--reasoning-parser")
+_WARNED = "HARMONY_EXT_BYPASS_WARNED"
+
+
+def warn_if_bypassed(argv: list[str], environ: MutableMapping[str, str]) -> bool:
+    """Say it when harmony-ext is selected but vLLM's Rust front end will serve instead.
+
+    With ``VLLM_USE_RUST_FRONTEND=1`` vLLM's HTTP server and its Harmony parsing are a Rust
+    binary: no Python parser, ours included, sees a request. The plugin runs before vLLM
+    parses its arguments, so the selection is read from the command line; the warning is
+    given once per server (the child processes inherit the mark).
+    """
+    try:
+        on = bool(int(environ.get(RUST_FRONTEND, "0") or "0"))
+    except ValueError:
+        on = False
+    if not on or environ.get(_WARNED) or not selected_on(argv):
+        return False
+    environ[_WARNED] = "1"
+    logger.warning("harmony-ext: %s=1: vLLM's Rust front end parses Harmony itself and "
+                   "never calls a Python parser, so harmony-ext's parser is not in use "
+                   "(unset %s to use it).", RUST_FRONTEND, RUST_FRONTEND)
+    return True
+
+
+def selected_on(argv: list[str]) -> bool:
+    """True when a command line selects ``harmony-ext`` as tool-call or reasoning parser."""
+    for i, arg in enumerate(argv):
+        flag, eq, value = arg.replace("_", "-").partition("=")
+        if flag in _PARSER_FLAGS:
+            if not eq:
+                value = argv[i + 1] if i + 1 < len(argv) else ""
+            if value == NAME:
+                return True
+    return False
 
 
 def _minor(version: str) -> tuple[int, int] | None:
@@ -74,21 +116,24 @@ def check_vllm() -> str | None:
         return f"cannot import vLLM's parser registries ({e})"
     for owner, attr in ((ToolParserManager, "register_lazy_module"),
                         (ReasoningParserManager, "register_lazy_module"),
-                        (ParserManager, "_compose_parser"),
-                        (ParserManager, "get_tool_parser"),
-                        (ParserManager, "get_reasoning_parser")):
+                        (ParserManager, "_compose_parser")):
         if not hasattr(owner, attr):
             return f"{owner.__name__}.{attr} does not exist"
     params = set(inspect.signature(ParserManager._compose_parser).parameters)
-    wanted = {"tool_parser_name", "reasoning_parser_name", "enable_auto_tools", "model_name",
-              "tool_strict_level"}
+    wanted = {"tool_parser_name", "reasoning_parser_name"}
     if not wanted <= params:
         return f"ParserManager._compose_parser lacks parameters {sorted(wanted - params)}"
     return None
 
 
 def install_hook() -> bool:
-    """Wrap ``ParserManager._compose_parser`` once; True when the hook is in place."""
+    """Wrap ``ParserManager._compose_parser`` once; True when the hook is in place.
+
+    The wrapper lets vLLM resolve the request-independent choices itself (parser names,
+    ``--enable-auto-tool-choice``, ``--tool-strict-level``, whatever a later vLLM adds) and
+    only swaps the class it returns for ours when a ``harmony-ext`` name is selected, so a
+    change in vLLM's argument handling reaches us as vLLM's own behaviour, not a crash.
+    """
     from vllm.parser.parser_manager import ParserManager
 
     original = ParserManager.__dict__["_compose_parser"]
@@ -99,33 +144,64 @@ def install_hook() -> bool:
 
     @functools.wraps(func)
     def _compose_parser(cls: type, *args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind(cls, *args, **kwargs)
-        bound.apply_defaults()
-        a = bound.arguments
-        if NAME not in (a["tool_parser_name"], a["reasoning_parser_name"]):
+        try:
+            bound = signature.bind(cls, *args, **kwargs).arguments
+        except TypeError:  # not a call vLLM makes: let vLLM answer it
             return func(cls, *args, **kwargs)
-        return compose(cls, a)
+        names = (bound.get("tool_parser_name"), bound.get("reasoning_parser_name"))
+        if NAME not in names:
+            return func(cls, *args, **kwargs)
+        try:
+            return compose(func, cls, args, kwargs, tool_selected=names[0] == NAME)
+        except Exception as e:
+            fail(f"building the parser failed: {type(e).__name__}: {e}")
 
     setattr(_compose_parser, _HOOK_MARK, True)
     ParserManager._compose_parser = classmethod(_compose_parser)  # type: ignore[method-assign]
     return True
 
 
-def compose(manager: Any, a: dict[str, Any]) -> type | None:
-    """Resolve the selected classes as vLLM does and return our parser class for them."""
-    reasoning_cls = manager.get_reasoning_parser(a["reasoning_parser_name"])
-    tool_cls = manager.get_tool_parser(a["tool_parser_name"], a["enable_auto_tools"],
-                                       a["model_name"])
-    if reasoning_cls is None and tool_cls is None:
-        return None
-    from vllm.tool_parsers.tool_strict_level import ToolStrictLevel
+_RESOLVED = ("reasoning_parser_cls", "tool_parser_cls", "tool_strict_level")
+"""What vLLM's composed parser class carries: the selected classes and the strict level."""
 
-    strict = ToolStrictLevel.from_name(a["tool_strict_level"])
-    if a["tool_parser_name"] == NAME and tool_cls is None:
+
+def compose(func: Any, manager: type, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+            tool_selected: bool) -> type | None:
+    """vLLM's own composition, with its result's class swapped for our parser class.
+
+    For gpt-oss vLLM returns its shared ``HarmonyParser`` after setting the resolved classes
+    on it as class attributes; those are put back as they were, so vLLM's class is never
+    left pointing at ours.
+    """
+    from vllm.parser.harmony import HarmonyParser
+
+    saved = {k: HarmonyParser.__dict__[k] for k in _RESOLVED if k in HarmonyParser.__dict__}
+    try:
+        composed = func(manager, *args, **kwargs)
+        if composed is None:
+            return None
+        missing = [k for k in _RESOLVED if not hasattr(composed, k)]
+        if missing:
+            raise TypeError(f"vLLM's parser class {composed.__name__} has no {', '.join(missing)}")
+        resolved = [getattr(composed, k) for k in _RESOLVED]
+    finally:
+        for k, v in saved.items():
+            setattr(HarmonyParser, k, v)
+    if tool_selected and resolved[1] is None:
         logger.warning("harmony-ext: --tool-call-parser %s has no effect without "
                        "--enable-auto-tool-choice; vLLM drops tool calls from chat "
                        "completions with tool_choice 'auto'.", NAME)
-    return parser_class(reasoning_cls, tool_cls, strict)
+    return parser_class(*resolved)
+
+
+def fail(what: str) -> NoReturn:
+    """One clear line in vLLM's log, then a clean exit instead of a traceback in start-up."""
+    import vllm
+
+    logger.error("harmony-ext: on vLLM %s, %s. harmony-ext supports vLLM %s; uninstall it, "
+                 "update it, or select another parser.", getattr(vllm, "__version__", "?"),
+                 what, ", ".join(f"{a}.{b}" for a, b in SUPPORTED))
+    raise SystemExit(1)
 
 
 @functools.cache

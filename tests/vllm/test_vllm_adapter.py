@@ -5,6 +5,10 @@ Run with ``.venv-vllm/bin/pytest tests/vllm``; skipped where vLLM is not install
 
 from __future__ import annotations
 
+import importlib
+import logging
+import sys
+
 import pytest
 
 vllm = pytest.importorskip("vllm", reason="vLLM is not installed in this interpreter "
@@ -94,6 +98,98 @@ def test_hook_selects_ours_and_leaves_vllm_alone(parser_cls, tokenizer):
         tool_parser_name="harmony-ext", reasoning_parser_name="harmony-ext",
         enable_auto_tools=True, model_name="tiny", is_harmony=False, tokenizer=tokenizer)
     assert issubclass(other_model, HarmonyExtParser)
+
+
+def cli_default_strict_level() -> object:
+    """The installed vLLM's default for --tool-strict-level ("auto" in 0.32, None in 0.33)."""
+    for module in ("vllm.entrypoints.common.cli_args", "vllm.entrypoints.launchers.cli_args"):
+        try:
+            args = importlib.import_module(module)
+        except ImportError:
+            continue
+        for cls in vars(args).values():
+            if isinstance(cls, type) and "tool_strict_level" in getattr(cls, "__annotations__", {}):
+                return cls.tool_strict_level
+    raise AssertionError("no --tool-strict-level default found in this vLLM")
+
+
+def test_the_hook_takes_what_vllm_resolved_with_its_own_defaults(tokenizer):
+    """vLLM 0.33 made --tool-strict-level default to None; the hook once crashed on it."""
+    plugin.register()
+    level = cli_default_strict_level()
+    args = dict(enable_auto_tools=True, model_name="tiny", is_harmony=True,
+                tool_strict_level=level, tokenizer=tokenizer)
+    builtin = ParserManager.get_parser(tool_parser_name="openai",
+                                       reasoning_parser_name="openai_gptoss", **args)
+    vllm_resolved = builtin.tool_strict_level
+    ours = ParserManager.get_parser(tool_parser_name="harmony-ext",
+                                    reasoning_parser_name="harmony-ext", **args)
+    assert issubclass(ours, HarmonyExtParser)
+    assert ours.tool_strict_level == vllm_resolved
+    assert ours.tool_parser_cls.__name__ == "HarmonyExtToolParser"
+    assert ours.reasoning_parser_cls.__name__ == "HarmonyExtReasoningParser"
+    # vLLM's shared class still carries what vLLM's own composition set on it.
+    assert HarmonyParser.tool_parser_cls is builtin.tool_parser_cls
+    # Without --enable-auto-tool-choice vLLM resolves no tool parser; ours follows.
+    no_auto = ParserManager.get_parser(tool_parser_name="harmony-ext",
+                                       reasoning_parser_name="harmony-ext",
+                                       **{**args, "enable_auto_tools": False})
+    assert no_auto.tool_parser_cls is None
+    assert no_auto.reasoning_parser_cls.__name__ == "HarmonyExtReasoningParser"
+
+
+def test_a_failure_in_the_hook_is_one_log_line_and_a_clean_exit(tokenizer, monkeypatch,
+                                                                   caplog):
+    plugin.register()
+
+    def broken(*args):
+        raise KeyError("tool_strict_level")
+
+    monkeypatch.setattr(plugin, "parser_class", broken)
+    with caplog.at_level(logging.ERROR, logger="vllm.harmony_ext"), \
+            pytest.raises(SystemExit) as exit_info:
+        ParserManager.get_parser(
+            tool_parser_name="harmony-ext", reasoning_parser_name="harmony-ext",
+            enable_auto_tools=True, model_name="tiny", is_harmony=True,
+            tool_strict_level=cli_default_strict_level(), tokenizer=tokenizer)
+    assert exit_info.value.code == 1
+    lines = [r.getMessage() for r in caplog.records if r.name == "vllm.harmony_ext"]
+    assert len(lines) == 1
+    assert lines[0].startswith(f"harmony-ext: on vLLM {vllm.__version__}, building the "
+                               "parser failed: KeyError: 'tool_strict_level'.")
+    assert "supports vLLM 0.32, 0.33" in lines[0]
+
+
+@pytest.mark.parametrize(("argv", "selected"), [
+    (["vllm", "serve", "m", "--tool-call-parser", "harmony-ext"], True),
+    (["vllm", "serve", "m", "--reasoning-parser=harmony-ext"], True),
+    (["vllm", "serve", "m", "--reasoning_parser", "harmony-ext"], True),
+    (["vllm", "serve", "m", "--tool-call-parser", "openai", "--reasoning-parser",
+      "openai_gptoss"], False),
+    (["vllm", "serve", "harmony-ext"], False),
+    (["vllm", "serve", "m", "--tool-call-parser"], False),
+])
+def test_the_rust_front_end_bypass_is_said_once(argv, selected, caplog):
+    env = {"VLLM_USE_RUST_FRONTEND": "1"}
+    with caplog.at_level(logging.WARNING, logger="vllm.harmony_ext"):
+        assert plugin.warn_if_bypassed(argv, env) is selected
+        assert plugin.warn_if_bypassed(argv, env) is False  # once per server
+    warnings = [r.getMessage() for r in caplog.records if r.name == "vllm.harmony_ext"]
+    assert len(warnings) == int(selected)
+    if selected:
+        assert "harmony-ext's parser is not in use" in warnings[0]
+    # The Rust front end off (or set to 0): nothing to say.
+    assert plugin.warn_if_bypassed(argv, {"VLLM_USE_RUST_FRONTEND": "0"}) is False
+    assert plugin.warn_if_bypassed(argv, {}) is False
+
+
+def test_register_warns_about_the_rust_front_end(monkeypatch, caplog):
+    monkeypatch.setattr(sys, "argv", ["vllm", "serve", "m", "--tool-call-parser", "harmony-ext"])
+    monkeypatch.setenv("VLLM_USE_RUST_FRONTEND", "1")
+    monkeypatch.delenv("HARMONY_EXT_BYPASS_WARNED", raising=False)
+    with caplog.at_level(logging.WARNING, logger="vllm.harmony_ext"):
+        plugin.register()
+    assert any("Rust front end" in r.getMessage() for r in caplog.records)
 
 
 def test_a_non_harmony_tokenizer_is_refused_at_start_up(tmp_path):
