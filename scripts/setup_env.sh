@@ -14,7 +14,10 @@ STAMP="$(venv_stamp "$PYTHON")"
 if venv_current "$VENV" "$STAMP"; then
     exit 0
 fi
+start=$SECONDS
+venv_log "$ROOT/.cache/logs/setup_env.log"
 venv_open "$VENV" "$PYTHON"
-"$VENV/bin/python" -m pip install --disable-pip-version-check -q -e "$ROOT[test]"
+venv_step "setup_env: install harmony-ext (editable) and its test tools into $VENV" \
+    "$VENV/bin/python" -m pip install --disable-pip-version-check -q -e "$ROOT[test]"
 venv_mark "$VENV" "$STAMP"
-echo "setup_env: $VENV ready"
+echo "setup_env: $VENV ready in $((SECONDS - start)) s"

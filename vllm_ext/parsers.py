@@ -3,7 +3,7 @@
 They exist so that ``--tool-call-parser harmony-ext`` and ``--reasoning-parser harmony-ext``
 resolve, and so that vLLM's type checks (which demand the gpt-oss classes) pass. They parse
 nothing themselves: selecting either makes vLLM build :class:`~vllm_ext.harmony_parser.
-HarmonyExtParser`, which parses token ids with ``harmony_plugins`` (see :mod:`vllm_ext.hook`).
+HarmonyExtParser`, which parses token ids with ``harmony_plugins`` (see :mod:`vllm_ext.plugin`).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,7 +66,8 @@ class Case:
     calls: tuple[tuple[str, str], ...] = ()  # (name, arguments)
     finish_reason: str = "stop"
     responses: bool = False  # also run it through the Responses API
-    # vLLM's chat serving (not the parser) reports this finish_reason when not streaming.
+    # vLLM 0.32's chat serving (not the parser) reports this finish_reason when not
+    # streaming; 0.33 reports the parser's (FIXED_FINISH_REASON).
     nonstream_finish_by_vllm: str | None = None
 
     def expected(self) -> dict[str, Any]:
@@ -414,10 +416,26 @@ def responses_as_chat(outcome: Mapping[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------- checks (pytest asserts)
 # Test modules call ``pytest.register_assert_rewrite`` on this module for readable diffs.
 
-def expected_nonstream(case: Case) -> dict[str, Any]:
+FIXED_FINISH_REASON = (0, 33)
+"""The first vLLM whose non-streamed chat keeps finish_reason 'length' for a cut call."""
+
+
+def server_version(base_url: str) -> str:
+    """The version a running vLLM server reports (``GET /version``)."""
+    with urllib.request.urlopen(f"{base_url}/version", timeout=10) as response:
+        return str(json.load(response)["version"])
+
+
+def finish_reason_bug(vllm_version: str) -> bool:
+    """True for the vLLM versions whose chat serving overrides a cut call's 'length'."""
+    major, minor = (int(x) for x in vllm_version.split(".")[:2])
+    return (major, minor) < FIXED_FINISH_REASON
+
+
+def expected_nonstream(case: Case, vllm_version: str) -> dict[str, Any]:
     """The non-streamed chat outcome: the contract's, with vLLM serving's finish_reason."""
     expected = case.expected()
-    if case.nonstream_finish_by_vllm:
+    if case.nonstream_finish_by_vllm and finish_reason_bug(vllm_version):
         expected["finish_reason"] = case.nonstream_finish_by_vllm
     return expected
 
@@ -427,9 +445,9 @@ def _check_ids(run: ChatRun, n_calls: int) -> None:
     assert all(run.call_ids) and len(set(run.call_ids)) == n_calls, run.call_ids
 
 
-def check_chat(case: Case, whole: ChatRun, streamed: ChatRun) -> None:
+def check_chat(case: Case, whole: ChatRun, streamed: ChatRun, vllm_version: str) -> None:
     """harmony-ext's chat results are the contract's, and the streamed deltas add up."""
-    assert whole.outcome == expected_nonstream(case)
+    assert whole.outcome == expected_nonstream(case, vllm_version)
     assert streamed.outcome == case.expected()
     assert streamed.problems == []
     # The streamed deltas concatenated equal the non-streamed message.

@@ -118,6 +118,14 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def vllm_version(vllm_server: str) -> str:
+    """The version the shared server reports (``GET /version``)."""
+    from tests.e2e_vllm.cases import server_version
+
+    return server_version(vllm_server)
+
+
+@pytest.fixture(scope="session")
 def openai_client(vllm_server: str) -> Any:
     """An ``openai.OpenAI`` client bound to the shared server."""
     openai = pytest.importorskip("openai", reason="run with .venv-vllm/bin/pytest")

@@ -35,6 +35,7 @@ from tests.e2e_vllm.cases import (  # noqa: E402
     run_chat,
     run_concurrent,
     run_responses,
+    server_version,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,8 +93,9 @@ def case_ids(cases: list[Case]) -> list[str]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
-def test_chat(client: Any, case: Case) -> None:
-    check_chat(case, run_chat(client, case, stream=False), run_chat(client, case, stream=True))
+def test_chat(client: Any, gpu_server: str, case: Case) -> None:
+    check_chat(case, run_chat(client, case, stream=False), run_chat(client, case, stream=True),
+               server_version(gpu_server))
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))

