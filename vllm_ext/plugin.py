@@ -53,7 +53,7 @@ def register() -> None:
     ToolParserManager.register_lazy_module(NAME, "vllm_ext.parsers", "HarmonyExtToolParser")
     ReasoningParserManager.register_lazy_module(NAME, "vllm_ext.parsers",
                                                 "HarmonyExtReasoningParser")
-    if install_hook():
+    if install_hook() and install_prompt_hook():
         logger.info("harmony-ext: registered tool and reasoning parser %r on vLLM %s; "
                     "selecting either puts harmony-ext's parser on the request path.",
                     NAME, version)
@@ -126,6 +126,18 @@ def check_vllm() -> str | None:
     return None
 
 
+def install_prompt_hook() -> bool:
+    """The prompt-side hook (:mod:`vllm_ext.prompt`), or a log line saying why not."""
+    from . import prompt
+
+    problem = prompt.check()
+    if problem:
+        logger.warning("harmony-ext: assistant turns sent back are rendered as vLLM does "
+                       "(preamble before analysis): %s.", problem)
+        return True  # the parser hook stands on its own
+    return prompt.install()
+
+
 def install_hook() -> bool:
     """Wrap ``ParserManager._compose_parser`` once; True when the hook is in place.
 
@@ -191,6 +203,9 @@ def compose(func: Any, manager: type, args: tuple[Any, ...], kwargs: dict[str, A
         logger.warning("harmony-ext: --tool-call-parser %s has no effect without "
                        "--enable-auto-tool-choice; vLLM drops tool calls from chat "
                        "completions with tool_choice 'auto'.", NAME)
+    from . import prompt
+
+    prompt.activate()
     return parser_class(*resolved)
 
 

@@ -1,0 +1,87 @@
+"""The prompt side on vLLM: an assistant turn sent back is rendered in the order it was written.
+
+gpt-oss writes a tool-calling turn as analysis, then a preamble on ``commentary``, then the
+calls. vLLM 0.32 and 0.33 turn such an assistant message (``reasoning``, ``content``,
+``tool_calls``) back into Harmony as preamble, then analysis, then the calls
+(``harmony_utils.parse_chat_input_to_harmony_message``), so the next prompt shows the model a
+turn in an order it never produced (contract section 8). This hook lets vLLM build the
+messages and only moves the analysis back in front of the preamble.
+
+It is installed with the parser hook (:func:`vllm_ext.plugin.register`) and acts only in a
+process where a ``harmony-ext`` parser was selected; with other parsers vLLM's rendering is
+untouched.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+logger = logging.getLogger("vllm.harmony_ext")
+
+TARGET = "vllm.entrypoints.openai.parser.harmony_utils"
+FUNCTION = "parse_chat_input_to_harmony_message"
+_HOOK_MARK = "_harmony_ext_hook"
+_said = False
+_active = False
+
+
+def activate() -> None:
+    """Called when this process composes a ``harmony-ext`` parser (vLLM's API server)."""
+    global _active
+    _active = True
+
+
+def check() -> str | None:
+    """What is missing from this vLLM for the prompt hook, or None."""
+    import importlib
+
+    try:
+        module = importlib.import_module(TARGET)
+    except ImportError as e:
+        return f"cannot import {TARGET} ({e})"
+    if not callable(getattr(module, FUNCTION, None)):
+        return f"{TARGET}.{FUNCTION} does not exist"
+    return None
+
+
+def install() -> bool:
+    """Wrap vLLM's per-message conversion once; True when the hook is in place."""
+    import importlib
+
+    module = importlib.import_module(TARGET)
+    original = getattr(module, FUNCTION)
+    if getattr(original, _HOOK_MARK, False):
+        return True
+
+    @functools.wraps(original)
+    def convert(chat_msg: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        messages = original(chat_msg, *args, **kwargs)
+        if not _active:
+            return messages
+        return analysis_first(messages)
+
+    setattr(convert, _HOOK_MARK, True)
+    setattr(module, FUNCTION, convert)
+    return True
+
+
+def analysis_first(messages: list[Any]) -> list[Any]:
+    """The same Harmony messages with assistant analysis moved before the rest of its turn.
+
+    vLLM returns one list per chat message, so the list is one assistant turn (or another
+    role's message, which has no analysis and is returned as it is).
+    """
+    channels = [getattr(m, "channel", None) for m in messages]
+    if "analysis" not in channels or channels.index("analysis") == 0:
+        return messages
+    global _said
+    if not _said:
+        _said = True
+        logger.info("harmony-ext: rendering assistant turns sent back as analysis, then "
+                    "preamble, then calls (vLLM puts the preamble first); the model reads "
+                    "its turns in the order it wrote them.")
+    analysis = [m for m, c in zip(messages, channels, strict=True) if c == "analysis"]
+    rest = [m for m, c in zip(messages, channels, strict=True) if c != "analysis"]
+    return analysis + rest
