@@ -1,0 +1,80 @@
+"""Checking a call's arguments when the call ends (contract section 4).
+
+The arguments are never changed: the check only names an outcome (``rules.OUTCOMES``) that
+adapters count and log. JSON Schema validation uses ``jsonschema`` (the optional ``schema``
+extra); without it, a call to a tool that declared ``parameters`` is ``unchecked``. A tool's
+validator is built once per parser, the first time that tool is called, so the per-token hot
+path never sees any of this: the check runs once per call, on the whole argument string.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from . import rules
+
+_jsonschema: Any = None  # the module once imported; False when it is not installed
+
+
+def _schema_library() -> Any:
+    global _jsonschema
+    if _jsonschema is None:
+        try:
+            import jsonschema
+        except ImportError:
+            jsonschema = False
+        _jsonschema = jsonschema
+    return _jsonschema
+
+
+def build_validator(schema: Mapping[str, Any]) -> Any:
+    """A validator for ``schema`` (its declared draft, else the latest), or None when the
+    schema cannot be used (``jsonschema`` missing, or the schema is invalid)."""
+    library = _schema_library()
+    if not library:
+        return None
+    try:
+        cls = library.validators.validator_for(schema)
+        cls.check_schema(schema)
+        return cls(schema)
+    except Exception:  # SchemaError, or a schema so odd that jsonschema trips on it
+        return None
+
+
+_NOT_BUILT = object()
+
+
+class ArgumentChecker:
+    """Checks each ended call's arguments against its tool's declared ``parameters``."""
+
+    __slots__ = ("schemas", "validators")
+
+    def __init__(self, schemas: Mapping[str, Any]) -> None:
+        self.schemas = schemas
+        self.validators: dict[str, Any] = {}  # name -> validator or None, built on first use
+
+    def check(self, name: str, arguments: str) -> str:
+        """The outcome for one call's whole argument text."""
+        try:
+            value = json.loads(arguments)
+        except RecursionError:
+            return rules.UNCHECKED  # valid or not, too deep to tell
+        except ValueError:
+            return rules.INVALID_JSON
+        if not isinstance(value, dict):
+            return rules.NOT_OBJECT
+        schema = self.schemas.get(name)
+        if schema is None:
+            return rules.SURFACED
+        validator = self.validators.get(name, _NOT_BUILT)
+        if validator is _NOT_BUILT:
+            validator = self.validators[name] = build_validator(schema)
+        if validator is None:
+            return rules.UNCHECKED
+        try:
+            valid = validator.is_valid(value)
+        except Exception:  # RecursionError on deep values, an unresolvable $ref, ...
+            return rules.UNCHECKED
+        return rules.SURFACED if valid else rules.SCHEMA_MISMATCH
