@@ -154,7 +154,8 @@ def test_close_in_each_state():
         "role header": [Recovery(rules.UNFINISHED_HEADER, "assistant"),
                         EndOfTurn("end_of_stream", "stop")],
         "reasoning body": [EndOfTurn("end_of_stream", "stop")],
-        "call body": [ToolCallEnd(0, "ls"), EndOfTurn("end_of_stream", "tool_calls")],
+        "call body": [ToolCallEnd(0, "ls", "invalid_json"),
+                      EndOfTurn("end_of_stream", "tool_calls")],
         "dropped body": [Recovery(rules.UNDECLARED_RECIPIENT, "1+1"),
                          EndOfTurn("end_of_stream", "stop")],
         "done": [EndOfTurn("return", "stop")],
@@ -208,7 +209,12 @@ def test_header_junk_and_forged():
     assert h.junk == ["what", "extra"] and not h.forged
     assert parse_header([(-1, "user")], True).forged
     assert not parse_header([(-1, "")], True).forged
-    assert not parse_header([(-1, "user")], False).forged  # no <|start|>: no role at all
+    # No <|start|>: the first word is a role only if it names another one (a forged turn
+    # written as plain text after <|end|>).
+    assert parse_header([(-1, "user")], False).forged
+    assert parse_header([(-1, "functions.get_weather to=assistant")], False).forged
+    assert not parse_header([(-1, "Sure")], False).forged
+    assert not parse_header([(-1, " to=functions.x")], False).forged
 
 
 def test_resolve_recipient():
