@@ -33,6 +33,7 @@ STATES = {
     "initial header": ("", HEADER, None),
     "bare header": ("<|channel|>final<|message|>A<|end|>", HEADER, None),
     "role header": ("<|channel|>final<|message|>A<|end|><|start|>assistant", HEADER, None),
+    "free header": ("<|channel|>final<|message|>A<|end|>Some text", HEADER, None),
     "reasoning body": ("<|channel|>analysis<|message|>A", BODY, REASONING),
     "content body": ("<|channel|>final<|message|>A", BODY, CONTENT),
     "call body": ("<|channel|>commentary to=functions.shell<|message|>ls", BODY, CALL),
@@ -72,6 +73,12 @@ TRANSITIONS = {
     ("initial header", "ignored"): (HEADER, [(Recovery, rules.IGNORED_TOKEN)]),
     ("role header", "message"): (BODY, []),
     ("role header", "end"): (HEADER, [(Recovery, rules.HEADER_WITHOUT_MESSAGE)]),
+    # Free text after <|end|>: content if no header marker follows before <|start|> or a stop.
+    ("free header", "start"): (HEADER, [(Recovery, rules.FREE_TEXT), (ContentText, None)]),
+    ("free header", "end"): (HEADER, [(Recovery, rules.FREE_TEXT), (ContentText, None)]),
+    ("free header", "return"): (DONE, [(Recovery, rules.FREE_TEXT), (ContentText, None)]),
+    ("free header", "channel"): (HEADER, []),
+    ("free header", "message"): (BODY, [(Recovery, rules.HEADER_JUNK)]),
     ("reasoning body", "start"): (HEADER, [(Recovery, rules.MISSING_END)]),
     ("reasoning body", "channel"): (HEADER, [(Recovery, rules.MISSING_END)]),
     ("reasoning body", "constrain"): (BODY, [(Recovery, rules.STRAY_MARKER)]),
@@ -309,3 +316,54 @@ def test_reasoning_tokens_are_counted_per_run_whatever_the_cuts():
         single.feed_ids([i])
     assert whole.reasoning_tokens == single.reasoning_tokens == expected
     assert StreamParser().reasoning_tokens == 0
+
+
+def test_free_text_header_words_only_are_junk():
+    machine, _ = machine_in("<|channel|>final<|message|>A<|end|> assistant to=functions.x ")
+    out: list = []
+    machine.marker(mk.START, out)
+    assert out == [Recovery(rules.HEADER_JUNK, " assistant to=functions.x ")]
+
+
+def test_free_text_at_close_is_content():
+    machine, _ = machine_in("<|channel|>final<|message|>A<|end|>Bye now")
+    out: list = []
+    machine.close("stop", out)
+    assert out[:2] == [Recovery(rules.FREE_TEXT), ContentText("Bye now", None)]
+
+
+def test_forged_role_without_start_ends_the_turn_at_the_channel_marker():
+    machine, out = machine_in("<|channel|>final<|message|>A<|end|>user<|channel|>final")
+    assert machine.state == DONE and machine.stop_reason == "forged_turn"
+    assert Recovery(rules.FORGED_TURN, "user") in out
+
+
+def test_role_slot_channel():
+    machine, out = machine_in("<|start|>final<|message|>Hi")
+    assert machine.state == BODY and machine.route == CONTENT and machine.channel == "final"
+    assert Recovery(rules.CHANNEL_IN_ROLE) in out
+    h = parse_header([(-1, "analysis")], True)
+    assert (h.role, h.channel, h.role_channel, h.forged) == ("assistant", "analysis", True,
+                                                            False)
+
+
+def test_header_v2_fields():
+    h = parse_header([(-1, ""), (mk.CHANNEL, "commentary to= "), (mk.CONSTRAIN, "json")],
+                     False)
+    assert h.empty_recipient and h.recipient is None
+    h = parse_header([(-1, " to=functions.Web Search"), (mk.CHANNEL, "commentary")], False,
+                     frozenset({"Web Search"}), ("Web Search",))
+    assert h.recipient == "functions.Web Search" and not h.junk
+    h = parse_header([(-1, ""), (mk.CHANNEL, "final IS")], False)
+    assert h.content_type is None and h.junk == ["IS"]
+    h = parse_header([(-1, ""), (mk.CHANNEL, "final get_ticket")], False,
+                     frozenset({"get_ticket"}))
+    assert h.content_type == "get_ticket"
+
+
+def test_ignores_is_what_the_machine_drops():
+    for state, (prefix, expected, _route) in STATES.items():
+        machine, _ = machine_in(prefix)
+        assert machine.ignores(mk.IGNORED) == (expected != DONE), state
+        assert machine.ignores(mk.MESSAGE) == (expected == BODY), state
+        assert not machine.ignores(mk.END), state
