@@ -158,6 +158,10 @@ class TextInput:
     def _pass(self, text: str, machine: Machine, out: list[Event]) -> None:
         """Pass text on, remembering its end from its last ``<`` (a spelling may start)."""
         machine.text(text, out)
+        if self.tail or "<" in text:
+            self._remember(text)
+
+    def _remember(self, text: str) -> None:
         k = text.rfind("<")
         if k >= 0:
             self.tail = text[k:] if len(text) - k < mk.MAX_SPELLING else ""
@@ -212,8 +216,11 @@ class TextInput:
             if n and text[-1] == "<" and emit_from < n:
                 self.held = "<"
                 n -= 1
-        if emit_from < n:
-            self._pass(text[emit_from:n], machine, out)
+        if emit_from < n:  # the common case, inlined: a piece with no marker
+            piece = text[emit_from:n]
+            machine.text(piece, out)
+            if self.tail or "<" in piece:
+                self._remember(piece)
 
     def _settle(self, text: str, pos: int, machine: Machine, out: list[Event]) -> int:
         """After a dropped marker: drop what would complete a spelling with the joint.

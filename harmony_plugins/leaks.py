@@ -5,11 +5,13 @@ A leak is a control-token spelling (``<|end|>`` made of ordinary tokens), or
 as prose). A lone ``to=functions.x`` is not one: documentation legitimately contains it.
 Leaks are flagged, never rewritten.
 
-Cost stays linear: each piece is scanned with at most :data:`CARRY` characters of the text
-before it (no match is longer), and only when it could complete a match: the piece holds
-``|``, ``>`` or ``=``, or an ``=`` is among those characters before it, or a match might
-still be growing at the end of the previous piece. A match is counted
-once it is settled (something follows it, or the message ended), and matches are taken
+Cost stays linear and small. A piece is scanned only when it could complete a match: it
+holds ``>`` (every spelling ends in one) or ``=``, or a ``to=`` was seen in the last
+:data:`CARRY` characters, or a match might still be growing at the end of the previous piece.
+Prose without those characters costs a list append per piece. A scan looks at the new text
+plus a bounded carry of the text before it (no match is longer than :data:`CARRY`), and runs
+the regular expression only if the text holds ``<|`` or ``to=functions.`` at all. A match is
+counted once settled (something follows it, or the message ended), and matches are taken
 left to right from where the last one ended, as one scan of the whole text would take them,
 so the count does not depend on how the text was cut.
 """
@@ -30,47 +32,56 @@ CARRY = 100
 """Longer than any match, plus the character before it (for the word-boundary check)."""
 
 
+_ALWAYS = 1 << 62  # watch_until while a match may still be growing
+
+
 class LeakScanner:
     """Finds leaks in one message's visible text, fed piece by piece."""
 
-    __slots__ = ("tail", "base", "counted_to", "pending")
+    __slots__ = ("recent", "start", "end", "counted_to", "watch_until")
 
     def __init__(self) -> None:
-        self.tail = ""  # the last CARRY characters seen
-        self.base = 0  # absolute position of tail[0]
+        self.recent: list[str] = []  # the latest pieces: at least CARRY characters, if seen
+        self.start = 0  # absolute position of the start of ``recent``
+        self.end = 0  # absolute position of the end of the text seen
         self.counted_to = 0  # absolute end of the last counted match
-        self.pending = False  # a match touched the end of the text: it may still grow
+        # Scan every piece up to here: a ``to=`` was seen (a match may end within CARRY
+        # characters of it), or, while _ALWAYS, a match touched the end and may still grow.
+        self.watch_until = 0
 
     def feed(self, text: str) -> list[str] | None:
-        """Scan the next piece; return the excerpts of the leaks it settled, if any."""
-        if (not self.pending and "=" not in text and "|" not in text and ">" not in text
-                and "=" not in self.tail):
-            tail = self.tail + text
-            if len(tail) > CARRY:
-                self.base += len(tail) - CARRY
-                tail = tail[-CARRY:]
-            self.tail = tail
-            return None
-        return self._scan(self.tail + text, False)
+        """Take the next piece; return the excerpts of the leaks it settled, if any."""
+        end = self.end = self.end + len(text)
+        self.recent.append(text)
+        if end <= self.watch_until or ">" in text or "=" in text:
+            return self._scan(False)
+        if end - self.start > 4 * CARRY:
+            tail = "".join(self.recent)[-CARRY:]
+            self.recent = [tail]
+            self.start = end - len(tail)
+        return None
 
     def close(self) -> list[str] | None:
         """End of the message: a match at the very end is settled now."""
-        return self._scan(self.tail, True) if self.pending else None
+        return self._scan(True) if self.watch_until == _ALWAYS else None
 
-    def _scan(self, scan: str, final: bool) -> list[str] | None:
-        base = self.base
+    def _scan(self, final: bool) -> list[str] | None:
+        scan = "".join(self.recent)
+        base = self.start
         found: list[str] | None = None
-        self.pending = False
-        for m in LEAK.finditer(scan, max(0, self.counted_to - base)):
-            if m.end() == len(scan) and not final and scan[-2:] != "|>":
-                self.pending = True
-                break
-            if found is None:
-                found = []
-            found.append(m.group())
-            self.counted_to = base + m.end()
-        if len(scan) > CARRY:
-            self.base = base + len(scan) - CARRY
-            scan = scan[-CARRY:]
-        self.tail = scan
+        pending = False
+        if "<|" in scan or "to=functions." in scan:
+            for m in LEAK.finditer(scan, max(0, self.counted_to - base)):
+                if m.end() == len(scan) and not final and scan[-2:] != "|>":
+                    pending = True
+                    break
+                if found is None:
+                    found = []
+                found.append(m.group())
+                self.counted_to = base + m.end()
+        armed = scan.rfind("to=")
+        self.watch_until = _ALWAYS if pending else base + armed + CARRY if armed >= 0 else 0
+        tail = scan[-CARRY:]
+        self.recent = [tail]
+        self.start = self.end - len(tail)
         return found
