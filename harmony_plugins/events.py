@@ -88,7 +88,9 @@ class Recovery:
     """A contract rule recovered from malformed output.
 
     ``rule`` names the rule (see :mod:`harmony_plugins.rules`); ``text`` is the model
-    text that the rule dropped, or ``""`` when nothing was dropped.
+    text that the rule dropped (for ``unknown_channel``, the channel name, which no other
+    event carries), or ``""`` when nothing was dropped (``free_text``: the text follows as
+    content).
     """
 
     rule: str

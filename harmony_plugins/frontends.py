@@ -8,11 +8,12 @@ holding back only what cannot be decided yet:
   vocabulary table, so only runs with a cut character are decoded (in one call).
 * text: a possible marker cut by the end of the delta (``<|chan``), at most
   ``MAX_SPELLING - 1`` characters. Text is searched for ``<|`` with ``str.find``, so each
-  character is looked at a constant number of times. Where a marker that the machine drops
-  (a reserved token, a stray ``<|message|>`` in a body) sits inside what would otherwise be
-  a spelling (``A<|`` + ``<|reserved_200010|>`` + ``end|>B``), the left part (``<|``) is
-  held as the *joint* until the text after shows whether the two would join; if they would,
-  the joint is dropped and counted (``split_marker``), so no spelling is ever assembled.
+  character is looked at a constant number of times. Where a marker sits between text that
+  may end up side by side in one field (a dropped marker: ``A<|`` + ``<|reserved_200010|>``
+  + ``end|>B``; or ``<|end|>`` between content and free text), the end of the text before
+  it that may begin a spelling (``<|``) is the *joint*: the text after it is held until it
+  shows whether the two would spell a control token, and if so, the part that completes
+  the spelling (``end|>``) is dropped and counted (``split_marker``).
 
 Ids are validated at the boundary, before anything is consumed, so a bad delta raises
 TypeError and changes no state: a list of plain ints passes one C-level type check per
@@ -199,7 +200,7 @@ class TextInput:
             if emit_from < i:
                 self._pass(text[emit_from:i], machine, out)
             emit_from = j + 2
-            if machine.ignores(marker):
+            if machine.joins(marker):
                 # The text on both sides joins up: it must not spell a control token.
                 tail = self.tail
                 self.joint = tail if tail and tail in mk.PREFIXES else ""
@@ -241,7 +242,7 @@ class TextInput:
             if rest.startswith("<|"):
                 j = rest.find("|>", 2)
                 marker = mk.SPELLINGS.get(rest[: j + 2]) if j >= 0 else None
-                if marker is not None and machine.ignores(marker):
+                if marker is not None and machine.joins(marker):
                     return pos  # another dropped marker: the joint waits across it
             if pos + len(rest) == len(text) and (not rest or joined in mk.PREFIXES
                                                  or rest in mk.PREFIXES):

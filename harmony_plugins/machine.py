@@ -194,12 +194,18 @@ class Machine:
             self._header_marker(marker, out)
         self.seen_marker = True
 
-    def ignores(self, marker: int) -> bool:
-        """Whether ``marker`` would be dropped without changing the route of the text
-        around it (the text front end then keeps that text from forming a spelling)."""
+    def joins(self, marker: int) -> bool:
+        """Whether the text on both sides of ``marker`` may end up side by side in one field:
+        the marker is dropped (a reserved token; a stray ``<|message|>`` in a body), or it
+        is an ``<|end|>`` after content or header text, which free text may follow. The text
+        front end then keeps the two sides from spelling a control token."""
         if marker == mk.IGNORED:
             return self.state != DONE
-        return self.state == BODY and (marker == mk.MESSAGE or marker == mk.CONSTRAIN)
+        state = self.state
+        if state == BODY:
+            return (marker == mk.MESSAGE or marker == mk.CONSTRAIN
+                    or (marker == mk.END and self.route == CONTENT))
+        return state == HEADER and marker == mk.END
 
     def drop_text(self, rule: str, text: str, out: list[Event]) -> None:
         """Drop model text by ``rule`` on behalf of a front end (counted, carried)."""

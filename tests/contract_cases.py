@@ -618,6 +618,11 @@ CASES: list[Case] = [
     Case("text_split_marker_two_markers", "6 no spelling assembled across two markers",
          "<|channel|>analysis<|message|>A<|<|reserved_200010|><|startoftext|>call|>B<|end|>",
          reasoning="A<|B", dropped=True, modes=("text",)),
+    # AMBIGUOUS: <|end|> between content and free text (which is content too) is a join as
+    # well: the text after it that would complete a spelling is dropped.
+    Case("text_split_marker_end_then_free_text", "6 no spelling assembled across <|end|>",
+         "<|channel|>final<|message|>A<|<|end|>end|> B", content="A<| B", dropped=True,
+         modes=("text",)),
     Case("text_split_marker_not_a_spelling", "6 text around a dropped marker that spells"
          " nothing is kept", "<|channel|>final<|message|>A<|<|reserved_200010|>xyz<|return|>",
          content="A<|xyz", modes=("text",)),

@@ -361,9 +361,10 @@ def test_header_v2_fields():
     assert h.content_type == "get_ticket"
 
 
-def test_ignores_is_what_the_machine_drops():
-    for state, (prefix, expected, _route) in STATES.items():
+def test_joins_is_where_text_meets_across_a_marker():
+    for state, (prefix, expected, route) in STATES.items():
         machine, _ = machine_in(prefix)
-        assert machine.ignores(mk.IGNORED) == (expected != DONE), state
-        assert machine.ignores(mk.MESSAGE) == (expected == BODY), state
-        assert not machine.ignores(mk.END), state
+        assert machine.joins(mk.IGNORED) == (expected != DONE), state
+        assert machine.joins(mk.MESSAGE) == (expected == BODY), state
+        assert machine.joins(mk.END) == (expected == HEADER or route == CONTENT), state
+        assert not machine.joins(mk.START), state

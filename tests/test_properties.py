@@ -118,7 +118,8 @@ def test_random_ids_never_raise(ids, finish):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(list("ab <|>=.\n") + [
     "<|end|>", "<|channel|>", "<|message|>", "<|start|>", "<|call|>", "<|constrain|>",
-    "to=functions.shell", "final", "analysis", "é"]), max_size=80).map("".join), cuts)
+    "to=functions.shell", "final", "analysis", "é", "<|reserved_200010|>", "end|>", "<|",
+    "user", "to=", "comm", "entary"]), max_size=80).map("".join), cuts)
 def test_random_text_never_raises(text, positions):
     result = run(split(text, positions), "text")
     assert result.message == run([text], "text").message
