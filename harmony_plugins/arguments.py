@@ -86,8 +86,10 @@ class ArgumentCutter:
         """The brackets balance at ``text[end]``: cut there if the value is JSON."""
         try:
             json.loads("".join(self.kept) + text[:end])
-        except ValueError:
-            self.mode = RAW  # balanced, but not JSON: code or the like, passed whole
+        except (ValueError, RecursionError):
+            # Balanced, but not JSON (code or the like), or nested too deep for json to tell:
+            # not provably one JSON value, so nothing is cut; the body is passed whole.
+            self.mode = RAW
             return text
         self.mode = DONE
         if end < len(text):

@@ -1,12 +1,17 @@
 """The ``harmony-ext`` command line (section 7 of the contract), plus ``demo``.
 
-Exit status: 0 for any model output, however malformed; 2 for a usage error.
+Exit status: 0 for any model output, however malformed; 2 for a usage error (one message
+line after the subcommand's usage); 1 when the output cannot be written (a full disk, a
+closed pipe), with one line on stderr. JSON is written with ``ensure_ascii`` when standard
+output cannot encode all of Unicode (``PYTHONIOENCODING=ascii``).
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
+import os
 import sys
 import time
 import uuid
@@ -58,6 +63,34 @@ class UsageError(Exception):
     """Bad command-line input (exit status 2)."""
 
 
+_ENSURE_ASCII = False  # set by main() from standard output's encoding
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=_ENSURE_ASCII)
+
+
+def _unicode_stdout() -> bool:
+    """Whether standard output can encode any character (a UTF encoding)."""
+    encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+    try:
+        return codecs.lookup(encoding).name.startswith("utf")
+    except LookupError:
+        return False
+
+
+def _load_json(text: str, what: str) -> Any:
+    """json.loads, with every way it can fail as a UsageError naming ``what``."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{what} is not JSON: {e}") from None
+    except RecursionError:
+        raise UsageError(f"{what} is nested too deep") from None
+    except ValueError as e:  # an integer of more than 4300 digits, say
+        raise UsageError(f"{what} is not usable JSON: {e}") from None
+
+
 def _build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="harmony-ext",
@@ -85,6 +118,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--stream", action="store_true",
                    help="print chat.completion.chunk JSON lines, one delta per input token "
                    "(text mode: per character)")
+    p.set_defaults(usage=p)
     sub.add_parser("demo", help="parse a few embedded sample outputs and print the results")
     return ap
 
@@ -97,10 +131,7 @@ def _read_input(path: str, mode: str) -> str | list[int]:
     text = raw.decode("utf-8", errors="replace")
     if mode == "text":
         return text[:-1] if text.endswith("\n") else text
-    try:
-        ids = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"--input ids needs a JSON array of token ids: {e}") from None
+    ids = _load_json(text, "the --input ids input")
     if not isinstance(ids, list) or not all(type(i) is int for i in ids):
         raise UsageError("--input ids needs a JSON array of integers, e.g. [200005, 35644]")
     return ids
@@ -110,16 +141,21 @@ def _read_tools(args: argparse.Namespace) -> list[Any]:
     tools: list[Any] = list(args.tool)
     if args.tools:
         try:
-            data = json.loads(Path(args.tools).read_text(encoding="utf-8"))
+            text = Path(args.tools).read_text(encoding="utf-8")
         except OSError as e:
             raise UsageError(f"cannot read --tools {args.tools}: {e.strerror}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise UsageError(f"--tools {args.tools} is not JSON: {e}") from None
+        except UnicodeDecodeError as e:
+            raise UsageError(f"--tools {args.tools} is not UTF-8: {e}") from None
+        data = _load_json(text, f"--tools {args.tools}")
         if isinstance(data, dict) and isinstance(data.get("tools"), list):
             data = data["tools"]
         if not isinstance(data, list):
             raise UsageError(f"--tools {args.tools} must hold an OpenAI tools array")
         tools.extend(data)
+    try:
+        StreamParser(tools)  # the parser's own checks of the tools' shapes
+    except TypeError as e:
+        raise UsageError(f"--tools {args.tools}: {e}") from None
     return tools
 
 
@@ -137,13 +173,13 @@ def _feed(parser: StreamParser, unit: str | list[int]) -> list[Any]:
 
 
 def _chunk(chunk_id: str, created: int, delta: dict[str, Any], finish: str | None) -> str:
-    return json.dumps({
+    return _dumps({
         "id": chunk_id,
         "object": "chat.completion.chunk",
         "created": created,
         "model": "gpt-oss",
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }, ensure_ascii=False)
+    })
 
 
 def run_parse(data: str | list[int], tools: list[Any], finish: str, stream: bool) -> None:
@@ -152,7 +188,7 @@ def run_parse(data: str | list[int], tools: list[Any], finish: str, stream: bool
     if not stream:
         result.add(parser.feed_text(data) if isinstance(data, str) else parser.feed_ids(data))
         result.add(parser.close(finish))
-        print(json.dumps(result.message(), ensure_ascii=False))
+        print(_dumps(result.message()))
         return
     chunk_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
@@ -181,23 +217,41 @@ def run_demo() -> None:
             for unit in _units(data):
                 result.add(_feed(parser, unit))
             result.add(parser.close())
-            print(f"   {mode:4} streamed: {json.dumps(result.message(), ensure_ascii=False)}")
+            print(f"   {mode:4} streamed: {_dumps(result.message())}")
         print(f"   recoveries: {result.recoveries or 'none'}\n")
 
 
+def _silence_stdout() -> None:
+    """After a write error: point stdout at /dev/null so the exit flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    global _ENSURE_ASCII
     ap = _build_parser()
     args = ap.parse_args(argv)
+    _ENSURE_ASCII = not _unicode_stdout()
     try:
         if args.command == "demo":
             run_demo()
-            return 0
-        data = _read_input(args.file, args.input)
-        run_parse(data, _read_tools(args), args.finish, args.stream)
-    except UsageError as e:
-        ap.error(str(e))  # prints usage and exits with status 2
-    except BrokenPipeError:
-        pass
+        else:
+            try:
+                data = _read_input(args.file, args.input)
+                tools = _read_tools(args)
+            except UsageError as e:
+                args.usage.error(str(e))  # the parse usage line and the message; exits 2
+            run_parse(data, tools, args.finish, args.stream)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader left (`| head`): nothing more to say
+        _silence_stdout()
+    except OSError as e:
+        _silence_stdout()
+        print(f"harmony-ext: cannot write the output: {e.strerror or e}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -58,10 +58,16 @@ class ToolCallEnd:
     """Call ``index`` is complete (or cut off); ``arguments`` is its whole argument text.
 
     ``arguments`` always equals the concatenation of the call's ``ToolCallArguments``.
+    ``outcome`` is the check of the arguments against the declared tool (never a change to
+    them): ``"surfaced"`` (a JSON object that matches the declared ``parameters``, or no
+    schema was declared), ``"invalid_json"``, ``"not_object"``, ``"schema_mismatch"``, or
+    ``"unchecked"`` (a schema was declared but ``jsonschema`` is missing, the schema is
+    invalid, or the value is too deep to check). See ``harmony_plugins.rules.OUTCOMES``.
     """
 
     index: int
     arguments: str
+    outcome: str = "surfaced"
 
 
 @dataclass(slots=True)
@@ -82,14 +88,26 @@ class Recovery:
     """A contract rule recovered from malformed output.
 
     ``rule`` names the rule (see :mod:`harmony_plugins.rules`); ``text`` is the model
-    text that the rule dropped, or ``""`` when nothing was dropped.
+    text that the rule dropped (for ``unknown_channel``, the channel name, which no other
+    event carries), or ``""`` when nothing was dropped (``free_text``: the text follows as
+    content).
     """
 
     rule: str
     text: str = ""
 
 
+@dataclass(slots=True)
+class LeakSuspected:
+    """Visible text (content or a preamble) holds Harmony markup written as ordinary text:
+    a control-token spelling, or ``to=functions.NAME`` next to a channel or content-type
+    word. The text was passed on unchanged; this flags it. ``excerpt`` is the markup found.
+    """
+
+    excerpt: str
+
+
 Event = (
     ReasoningText | ContentText | ToolCallBegin | ToolCallArguments | ToolCallEnd | EndOfTurn
-    | Recovery
+    | Recovery | LeakSuspected
 )

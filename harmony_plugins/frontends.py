@@ -8,19 +8,59 @@ holding back only what cannot be decided yet:
   vocabulary table, so only runs with a cut character are decoded (in one call).
 * text: a possible marker cut by the end of the delta (``<|chan``), at most
   ``MAX_SPELLING - 1`` characters. Text is searched for ``<|`` with ``str.find``, so each
-  character is looked at a constant number of times.
+  character is looked at a constant number of times. Where a marker sits between text that
+  may end up side by side in one field (a dropped marker: ``A<|`` + ``<|reserved_200010|>``
+  + ``end|>B``; or ``<|end|>`` between content and free text), the end of the text before
+  it that may begin a spelling (``<|``) is the *joint*: the text after it is held until it
+  shows whether the two would spell a control token, and if so, the part that completes
+  the spelling (``end|>``) is dropped and counted (``split_marker``).
+
+Ids are validated at the boundary, before anything is consumed, so a bad delta raises
+TypeError and changes no state: a list of plain ints passes one C-level type check per
+delta; anything else (tuples, numpy integers, generators) is converted or refused on a
+slower path.
 """
 
 from __future__ import annotations
 
 import codecs
+import operator
 from collections.abc import Iterable
+from typing import Any
 
 from . import markers as mk
+from . import rules
 from .events import Event
 from .machine import BODY, REASONING, Machine
 
 _utf8_decode = codecs.utf_8_decode  # (data, errors, final) -> (text, bytes used)
+_INT_ONLY = frozenset({int})
+
+
+def checked_ids(ids: Any) -> list[int]:
+    """``ids`` as a list of ints, or TypeError naming the first bad one (the slow path)."""
+    if isinstance(ids, str | bytes | bytearray | memoryview) or ids is None:
+        raise TypeError(f"token ids must be an iterable of ints, not {type(ids).__name__}")
+    try:
+        items = list(ids)
+    except TypeError:
+        raise TypeError(
+            f"token ids must be an iterable of ints, not {type(ids).__name__}") from None
+    out: list[int] = []
+    for pos, token in enumerate(items):
+        if token.__class__ is int:
+            out.append(token)
+            continue
+        if not isinstance(token, bool):
+            try:
+                out.append(operator.index(token))  # int subclasses, numpy integers
+                continue
+            except TypeError:
+                pass
+        raise TypeError(
+            f"token id at position {pos} is {token!r} ({type(token).__name__}); "
+            "token ids must be ints")
+    return out
 
 
 class IdsInput:
@@ -35,17 +75,25 @@ class IdsInput:
         self.reasoning_tokens = 0  # ordinary tokens that went to reasoning (usage figures)
 
     def feed(self, ids: Iterable[int], machine: Machine, out: list[Event]) -> None:
+        """Parse one delta's ids. Raises TypeError (before consuming any) for a non-int."""
         table = self.table
         size = self.size
-        if ids.__class__ is list and len(ids) == 1 and not self.pending:  # type: ignore[arg-type]
+        if ids.__class__ is not list:
+            ids = checked_ids(ids)
+        elif len(ids) == 1:  # type: ignore[arg-type]
             # One token per delta, the usual decode step: skip the run machinery.
             token = ids[0]  # type: ignore[index]
-            piece = table[token] if 0 <= token < size else None
-            if piece.__class__ is str:
-                machine.text(piece, out)  # type: ignore[arg-type]
-                if machine.state == BODY and machine.route == REASONING:
-                    self.reasoning_tokens += 1
-                return
+            if token.__class__ is not int:
+                ids = checked_ids(ids)
+            elif not self.pending:
+                piece = table[token] if 0 <= token < size else None
+                if piece.__class__ is str:
+                    machine.text(piece, out)  # type: ignore[arg-type]
+                    if machine.state == BODY and machine.route == REASONING:
+                        self.reasoning_tokens += 1
+                    return
+        elif not _INT_ONLY.issuperset(map(type, ids)):  # type: ignore[arg-type]
+            ids = checked_ids(ids)
         run: list[str | bytes] = []
         cut = False  # the run holds a token that cuts a UTF-8 character (bytes, not text)
         for token in ids:
@@ -101,21 +149,41 @@ class IdsInput:
 class TextInput:
     """Text with literal special-token spellings to text and markers."""
 
-    __slots__ = ("held",)
+    __slots__ = ("held", "tail", "joint")
 
     def __init__(self) -> None:
-        self.held = ""
+        self.held = ""  # the end of the last delta, which may begin a marker
+        self.tail = ""  # text passed on since the last marker, from its last "<" (short)
+        self.joint = ""  # ``tail`` at a dropped marker, when it begins a spelling
+
+    def _pass(self, text: str, machine: Machine, out: list[Event]) -> None:
+        """Pass text on, remembering its end from its last ``<`` (a spelling may start)."""
+        machine.text(text, out)
+        if self.tail or "<" in text:
+            self._remember(text)
+
+    def _remember(self, text: str) -> None:
+        k = text.rfind("<")
+        if k >= 0:
+            self.tail = text[k:] if len(text) - k < mk.MAX_SPELLING else ""
+        elif self.tail:
+            tail = self.tail + text
+            self.tail = tail if len(tail) < mk.MAX_SPELLING else ""
 
     def feed(self, text: str, machine: Machine, out: list[Event]) -> None:
         if self.held:
             text = self.held + text
             self.held = ""
+        emit_from = 0  # text[emit_from:i] is plain text not yet passed on
+        if self.joint:
+            emit_from = self._settle(text, 0, machine, out)
+            if emit_from < 0:
+                return
         find = text.find
         spellings = mk.SPELLINGS
         longest = mk.MAX_SPELLING
         n = len(text)
-        emit_from = 0  # text[emit_from:i] is plain text not yet passed on
-        i = find("<|")
+        i = find("<|", emit_from)
         while i >= 0:
             j = find("|>", i + 2, i + longest)
             if j < 0:
@@ -130,18 +198,61 @@ class TextInput:
                 i = find("<|", i + 1)
                 continue
             if emit_from < i:
-                machine.text(text[emit_from:i], out)
-            machine.marker(marker, out)
+                self._pass(text[emit_from:i], machine, out)
             emit_from = j + 2
+            if machine.joins(marker):
+                # The text on both sides joins up: it must not spell a control token.
+                tail = self.tail
+                self.joint = tail if tail and tail in mk.PREFIXES else ""
+                machine.marker(marker, out)
+                if self.joint:
+                    emit_from = self._settle(text, emit_from, machine, out)
+                    if emit_from < 0:
+                        return
+            else:
+                self.tail = ""
+                machine.marker(marker, out)
             i = find("<|", emit_from)
         else:
             if n and text[-1] == "<" and emit_from < n:
                 self.held = "<"
                 n -= 1
-        if emit_from < n:
-            machine.text(text[emit_from:n], out)
+        if emit_from < n:  # the common case, inlined: a piece with no marker
+            piece = text[emit_from:n]
+            machine.text(piece, out)
+            if self.tail or "<" in piece:
+                self._remember(piece)
+
+    def _settle(self, text: str, pos: int, machine: Machine, out: list[Event]) -> int:
+        """After a dropped marker: drop what would complete a spelling with the joint.
+
+        Returns where plain text resumes, or -1 when the rest of ``text`` is held until the
+        next delta can decide.
+        """
+        joint = self.joint
+        while True:
+            rest = text[pos : pos + mk.MAX_SPELLING]
+            joined = joint + rest
+            k = joined.find("|>", max(len(joint) - 1, 1))
+            if k >= 0 and joined[: k + 2] in mk.SPELLINGS:
+                end = pos + k + 2 - len(joint)  # the right part of the spelling: dropped
+                machine.drop_text(rules.SPLIT_MARKER, text[pos:end], out)
+                pos = end
+                continue
+            if rest.startswith("<|"):
+                j = rest.find("|>", 2)
+                marker = mk.SPELLINGS.get(rest[: j + 2]) if j >= 0 else None
+                if marker is not None and machine.joins(marker):
+                    return pos  # another dropped marker: the joint waits across it
+            if pos + len(rest) == len(text) and (not rest or joined in mk.PREFIXES
+                                                 or rest in mk.PREFIXES):
+                self.held = rest  # too short to tell yet
+                return -1
+            self.joint = ""
+            return pos
 
     def flush(self, machine: Machine, out: list[Event]) -> None:
+        self.joint = ""
         if self.held:
             machine.text(self.held, out)
             self.held = ""

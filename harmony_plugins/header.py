@@ -2,15 +2,18 @@
 
 A header arrives as *sections*: the role section (text after ``<|start|>``, or before the
 first marker of a header that skipped ``<|start|>``), then one section per ``<|channel|>`` or
-``<|constrain|>`` marker. Whitespace separates words; word order within and across sections
-does not matter, except that the first plain word of a section is that section's value
-(role, channel name or content type). ``to=NAME`` is a recipient wherever it stands.
+``<|constrain|>`` marker. Whitespace (Unicode whitespace: gpt-oss writes U+202F and U+00A0)
+separates words; word order within and across sections does not matter, except that the
+first plain word of a section is that section's value (role, channel name or content type).
+``to=NAME`` is a recipient wherever it stands; a declared name with spaces (``Web Search``)
+is matched whole before the words are split.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import markers, rules
 
@@ -18,17 +21,28 @@ KNOWN_CHANNELS = frozenset({"analysis", "commentary", "final"})
 CONTENT_TYPE_SUFFIXES = ("json", "code")
 """Content types a model may glue to a recipient's name (``to=functions.shelljson``)."""
 
+OTHER_ROLES = frozenset({"user", "system", "developer", "tool"})
+"""Roles that, written as plain text after ``<|end|>``, begin a forged turn."""
+
+TOOL_NAMESPACES = ("functions.", "browser.", "container.")
+
 ROLE = -1  # the role section's kind; the others use the marker constants
 
 
 @dataclass(slots=True)
 class Header:
-    """What a complete header says. ``role`` is None when the header had no ``<|start|>``."""
+    """What a complete header says. ``role`` is None when the header names no role.
+
+    ``empty_recipient`` is set by a ``to=`` (or ``to=functions.``) with no name;
+    ``role_channel`` by a channel name written in the role slot (``<|start|>final``).
+    """
 
     role: str | None = None
     recipient: str | None = None
     channel: str | None = None
     content_type: str | None = None
+    empty_recipient: bool = False
+    role_channel: bool = False
     junk: list[str] = field(default_factory=list)
 
     @property
@@ -37,30 +51,83 @@ class Header:
         return self.role is not None and self.role != "" and self.role.lower() != "assistant"
 
 
-def parse_header(sections: list[tuple[int, str]], role_given: bool) -> Header:
-    """Read the sections of one header (see the module docstring)."""
+def is_other_role(word: str) -> bool:
+    """Whether a bare word (no ``<|start|>`` before it) names a role other than assistant."""
+    return word.lower() in OTHER_ROLES or word.startswith(TOOL_NAMESPACES) or word == "python"
+
+
+def is_content_type(word: str, tools: frozenset[str]) -> bool:
+    """Whether a word is a content type we know (``json``, ``code``, or a function's name);
+    any other word where a content type may stand is junk, dropped and counted."""
+    return word in CONTENT_TYPE_SUFFIXES or word.startswith("functions.") or word in tools
+
+
+def spaced_names(tools: Iterable[str]) -> tuple[str, ...]:
+    """Declared names holding whitespace, longest first (matched whole in recipients)."""
+    return tuple(sorted((n for n in tools if any(c.isspace() for c in n)), key=len,
+                        reverse=True))
+
+
+def _take_spaced_recipient(text: str, spaced: tuple[str, ...]) -> tuple[str, str | None]:
+    """Cut a ``to=`` naming a declared spaced name out of ``text``; return (rest, recipient)."""
+    pos = text.find("to=")
+    while pos >= 0:
+        if pos == 0 or text[pos - 1].isspace():
+            start = pos + 3
+            prefix = "functions." if text.startswith("functions.", start) else ""
+            start += len(prefix)
+            for name in spaced:
+                end = start + len(name)
+                if text.startswith(name, start) and (end == len(text) or text[end].isspace()):
+                    return text[:pos] + " " + text[end:], prefix + name
+        pos = text.find("to=", pos + 3)
+    return text, None
+
+
+def parse_header(sections: list[tuple[int, str]], role_given: bool,
+                 tools: frozenset[str] = frozenset(),
+                 spaced: tuple[str, ...] = ()) -> Header:
+    """Read the sections of one header (see the module docstring).
+
+    ``role_given``: the header began with ``<|start|>``, so its first word is the role. Without
+    it, a first word that names another role (``user``, ``functions.x``) is still a role: the
+    model wrote the next turn's header as plain text after ``<|end|>``.
+    """
     h = Header()
     for kind, text in sections:
+        if spaced and "to=" in text:
+            text, name = _take_spaced_recipient(text, spaced)
+            if name is not None:
+                h.recipient = name
         first = True
         for word in text.split():
             if word.startswith("to="):
                 name = word[3:]
-                if name and name != "assistant":  # `to=assistant` addresses nobody
+                if name == "" or name == "functions.":
+                    h.empty_recipient = True
+                elif name != "assistant":  # `to=assistant` addresses nobody
                     h.recipient = name
                 continue
             if kind == markers.CHANNEL:
                 if first:
                     h.channel = word
-                elif h.content_type is None:
+                elif h.content_type is None and is_content_type(word, tools):
                     h.content_type = word  # a bare content type: `commentary json`
                 else:
                     h.junk.append(word)
             elif kind == markers.CONSTRAIN:
-                if first:
+                if first and h.content_type is None and is_content_type(word, tools):
                     h.content_type = word
                 else:
                     h.junk.append(word)
-            elif role_given and first:
+            elif first and role_given:
+                if word in KNOWN_CHANNELS:  # `<|start|>final<|message|>`: gpt-oss writes it
+                    h.role = "assistant"
+                    h.channel = word
+                    h.role_channel = True
+                else:
+                    h.role = word
+            elif first and is_other_role(word):
                 h.role = word
             elif word in KNOWN_CHANNELS and h.channel is None:
                 h.channel = word  # a channel name without its marker
@@ -88,34 +155,77 @@ def final_without_message(sections: list[tuple[int, str]]) -> str | None:
     return body or None
 
 
+HEADER_WORDS = KNOWN_CHANNELS | OTHER_ROLES | {"assistant", *CONTENT_TYPE_SUFFIXES}
+
+
 def is_header_like(text: str) -> bool:
-    """Whether text before any marker could be a header rather than prose."""
+    """Whether text holds only header words (role or channel names, ``to=...``, json, code)."""
     for word in text.split():
-        if not (word.startswith("to=") or word == "assistant" or word in KNOWN_CHANNELS
-                or word in CONTENT_TYPE_SUFFIXES):
+        if not (word.startswith("to=") or word in HEADER_WORDS
+                or word.startswith(TOOL_NAMESPACES)):
             return False
     return True
 
 
+def _tool_name_and_schema(tool: object) -> tuple[str | None, Any]:
+    """(name, parameters) of one tool in any accepted shape; (None, None) if it has no name."""
+    if isinstance(tool, str):
+        return tool, None
+    if isinstance(tool, Mapping):
+        fn = tool.get("function")
+        where = fn if isinstance(fn, Mapping) else tool
+        name = where.get("name")
+        params = where.get("parameters")
+    elif tool is None or isinstance(tool, int | float | bytes | list | tuple):
+        raise TypeError(
+            f"each tool must be a function name, an OpenAI tool object or a dict, "
+            f"not {type(tool).__name__}")
+    else:  # pydantic models of the engines: .function.name or .name
+        fn = getattr(tool, "function", None)
+        where = fn if fn is not None else tool
+        name = getattr(where, "name", None)
+        params = getattr(where, "parameters", None)
+    if not isinstance(name, str) or not name:
+        return None, None  # a builtin tool of the Responses API, say: nothing to call
+    return name, params
+
+
+def _check_tools(tools: object) -> None:
+    if isinstance(tools, str | bytes | bytearray | Mapping):
+        raise TypeError(
+            f"tools must be a list of tools or function names, not a {type(tools).__name__}"
+            " (wrap a single tool in a list)")
+
+
 def tool_names(tools: Iterable[object] | None) -> frozenset[str]:
-    """Function names from an OpenAI ``tools`` array (chat or Responses shape) or names."""
-    if not tools:
+    """Function names from an OpenAI ``tools`` array (chat or Responses shape) or names.
+
+    Raises TypeError for a ``tools`` that is a string or a single dict (``"get"`` would
+    otherwise declare ``g``, ``e`` and ``t``) or holds items of no tool shape.
+    """
+    if tools is None:
         return frozenset()
+    _check_tools(tools)
     names = set()
     for tool in tools:
-        if isinstance(tool, str):
-            names.add(tool)
-        elif isinstance(tool, dict):
-            fn = tool.get("function")
-            name = fn.get("name") if isinstance(fn, dict) else tool.get("name")
-            if isinstance(name, str) and name:
-                names.add(name)
-        else:  # pydantic models of the engines: .function.name or .name
-            fn = getattr(tool, "function", None)
-            name = getattr(fn, "name", None) if fn is not None else getattr(tool, "name", None)
-            if isinstance(name, str) and name:
-                names.add(name)
+        name, _ = _tool_name_and_schema(tool)
+        if name is not None:
+            names.add(name)
     return frozenset(names)
+
+
+def tool_schemas(tools: Iterable[object] | None) -> dict[str, Any]:
+    """Declared ``parameters`` JSON Schemas by function name (tools declared without one
+    are left out). Pydantic ``parameters`` are taken as they are if they are dicts."""
+    if tools is None:
+        return {}
+    _check_tools(tools)
+    out: dict[str, Any] = {}
+    for tool in tools:
+        name, params = _tool_name_and_schema(tool)
+        if name is not None and isinstance(params, Mapping):
+            out[name] = params
+    return out
 
 
 def resolve_recipient(recipient: str, tools: frozenset[str]) -> tuple[str | None, str | None]:
@@ -132,3 +242,14 @@ def resolve_recipient(recipient: str, tools: frozenset[str]) -> tuple[str | None
         if bare.endswith(suffix) and bare[: -len(suffix)] in tools:
             return bare[: -len(suffix)], rules.GLUED_CONTENT_TYPE
     return None, rules.UNDECLARED_FUNCTION if prefixed else rules.UNDECLARED_RECIPIENT
+
+
+def content_type_function(content_type: str | None, tools: frozenset[str]) -> str | None:
+    """The function a content type names (``functions.NAME`` or a bare declared NAME):
+    the declared name, ``""`` for an undeclared ``functions.NAME``, or None."""
+    if content_type is None:
+        return None
+    if content_type.startswith("functions."):
+        name = content_type[10:]
+        return name if name in tools else ""
+    return content_type if content_type in tools else None

@@ -22,43 +22,71 @@ The machine is in one of three states:
 A ``<|call|>`` ends the turn too, but further calls may follow it: the machine stays
 live with ``after_call`` set, and any later message that is not a call is dropped.
 
+A header that follows ``<|end|>`` or ``<|call|>`` starts out *free*: until a header marker
+(``<|channel|>``, ``<|constrain|>``, ``<|message|>``) arrives, its text may be free text
+between messages rather than a header. If ``<|start|>``, a stop marker or the end of the
+stream comes first, the text is content (or header junk, if it holds only header words).
+Its first word may also be another role written as plain text (``<|end|>user<|channel|>``):
+the model is forging a turn, and the turn ends there, as with ``<|start|>user``.
+
 Transitions, by marker (rows) and state (columns); "new header" means back to HEADER:
 
 =============  =======================================  =====================================
 marker         in HEADER                                in BODY
 =============  =======================================  =====================================
-start          new header (old one dropped if any)      missing end: close body, new header
-channel        new channel section                      missing end: close body, new header
-constrain      new content-type section                 stray marker, ignored
+start          free text: content or junk; else old     missing end: close body, new header
+               header dropped if any; new header
+channel        new channel section; after a forging     missing end: close body, new header
+               role section: the turn ends
+constrain      new content-type section (as channel)    stray marker, ignored
 message        header complete: route the body          stray marker, ignored
-end            header without message: dropped          close body, new header
-call           as end, then ``after_call``              close body, new header, ``after_call``
+end            free text: content or junk; else         close body, new free header
+               header without message: dropped;
+               then a new free header
+call           as end, then ``after_call``              close body, new free header,
+                                                        ``after_call``
 return, eot    as end, then DONE                        close body, DONE
 ignored        counted                                  counted
 =============  =======================================  =====================================
 
 In DONE every marker is ignored.
+
+Routing a complete header (first match wins): another role (``user``, ``functions.x``, with
+or without ``<|start|>``) ends the turn; a recipient that resolves to a declared function is
+a call; with no recipient (or an empty ``to=``), a content type naming a declared function
+is the call; an empty ``to=`` otherwise, or an undeclared recipient, drops the body; after a
+call, any other message is dropped; then by channel: ``analysis`` and unknown channels to
+reasoning, ``final``, ``commentary`` or none to content. A channel name in the role slot
+(``<|start|>final``) is that channel.
+
+When a call ends, its arguments are checked (:mod:`harmony_plugins.checks`) and the outcome
+rides on :class:`ToolCallEnd`. Visible text (content) is scanned for leaked markup as it
+goes (:mod:`harmony_plugins.leaks`).
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from . import header as hdr
 from . import markers as mk
 from . import rules
 from .arguments import ArgumentCutter
+from .checks import ArgumentChecker
 from .events import (
     ContentText,
     EndOfTurn,
     Event,
+    LeakSuspected,
     ReasoningText,
     Recovery,
     ToolCallArguments,
     ToolCallBegin,
     ToolCallEnd,
 )
+from .leaks import LeakScanner
 
 HEADER = 0
 BODY = 1
@@ -79,13 +107,19 @@ def random_call_id() -> str:
 
 
 class Machine:
-    """One model turn's parse state. Use one machine per request."""
+    """One model turn's parse state. Use one machine per request.
+
+    ``tools``: the declared function names; ``schemas``: their ``parameters`` by name (the
+    arguments of a call are checked against them when it ends).
+    """
 
     __slots__ = (
-        "tools", "new_id", "pass_undeclared",
+        "tools", "spaced", "checker", "new_id", "pass_undeclared",
         "state", "after_call", "stop_reason", "calls", "seen_marker", "recoveries",
-        "role_given", "sections", "section_kind", "pieces",
-        "route", "channel", "drop_rule", "dropped", "cutter", "call_index",
+        "outcomes", "leaks",
+        "role_given", "free", "sections", "section_kind", "pieces",
+        "route", "channel", "drop_rule", "dropped", "cutter", "call_index", "call_name",
+        "scanner",
     )
 
     def __init__(
@@ -93,8 +127,11 @@ class Machine:
         tools: frozenset[str] = frozenset(),
         id_factory: Callable[[], str] | None = None,
         pass_undeclared: bool = False,
+        schemas: Mapping[str, Any] | None = None,
     ) -> None:
         self.tools = tools
+        self.spaced = hdr.spaced_names(tools)
+        self.checker = ArgumentChecker(schemas or {})
         self.new_id = id_factory or random_call_id
         self.pass_undeclared = pass_undeclared
         self.state = HEADER
@@ -103,8 +140,11 @@ class Machine:
         self.calls = 0
         self.seen_marker = False
         self.recoveries: dict[str, int] = {}  # rule -> times applied, for adapters' counters
+        self.outcomes: dict[str, int] = {}  # call outcome -> calls (rules.OUTCOMES)
+        self.leaks = 0  # LeakSuspected events emitted
         # Header being read.
         self.role_given = False
+        self.free = False  # after <|end|> / <|call|>, no header marker yet: maybe free text
         self.sections: list[tuple[int, str]] = []
         self.section_kind = hdr.ROLE
         self.pieces: list[str] = []
@@ -115,6 +155,8 @@ class Machine:
         self.dropped: list[str] = []
         self.cutter: ArgumentCutter | None = None
         self.call_index = -1
+        self.call_name = ""
+        self.scanner: LeakScanner | None = None
 
     # -- input ---------------------------------------------------------------------------
 
@@ -126,6 +168,9 @@ class Machine:
                 out.append(ReasoningText(text, self.channel))
             elif route == CONTENT:
                 out.append(ContentText(text, self.channel))
+                found = self.scanner.feed(text)  # type: ignore[union-attr]
+                if found:
+                    self._leaked(found, out)
             elif route == CALL:
                 piece = self.cutter.feed(text)  # type: ignore[union-attr]
                 if piece:
@@ -149,6 +194,23 @@ class Machine:
             self._header_marker(marker, out)
         self.seen_marker = True
 
+    def joins(self, marker: int) -> bool:
+        """Whether the text on both sides of ``marker`` may end up side by side in one field:
+        the marker is dropped (a reserved token; a stray ``<|message|>`` in a body), or it
+        is an ``<|end|>`` after content or header text, which free text may follow. The text
+        front end then keeps the two sides from spelling a control token."""
+        if marker == mk.IGNORED:
+            return self.state != DONE
+        state = self.state
+        if state == BODY:
+            return (marker == mk.MESSAGE or marker == mk.CONSTRAIN
+                    or (marker == mk.END and self.route == CONTENT))
+        return state == HEADER and marker == mk.END
+
+    def drop_text(self, rule: str, text: str, out: list[Event]) -> None:
+        """Drop model text by ``rule`` on behalf of a front end (counted, carried)."""
+        self._recover(out, rule, text)
+
     def unknown_token(self, out: list[Event]) -> None:
         """A token id the vocabulary does not know."""
         self._recover(out, rules.UNKNOWN_TOKEN)
@@ -156,7 +218,12 @@ class Machine:
     def close(self, finish: str, out: list[Event]) -> None:
         """End of stream: settle what is open and emit :class:`EndOfTurn`."""
         if self.state == HEADER:
-            self._header_closed(None, out)
+            free = self._only_free()
+            self._close_section()
+            if free:
+                self._free_text(out)
+            else:
+                self._header_closed(None, out)
         elif self.state == BODY:
             self._end_body(out)
         if self.state == DONE and self.dropped:
@@ -176,11 +243,26 @@ class Machine:
         out.append(Recovery(rule, text))
         self.recoveries[rule] = self.recoveries.get(rule, 0) + 1
 
+    def _leaked(self, found: list[str], out: list[Event]) -> None:
+        for excerpt in found:
+            out.append(LeakSuspected(excerpt))
+        self.leaks += len(found)
+
+    def _visible(self, text: str, channel: str | None, out: list[Event]) -> None:
+        """Content that a header rule recovered, in one piece."""
+        out.append(ContentText(text, channel))
+        scanner = LeakScanner()
+        found = (scanner.feed(text) or []) + (scanner.close() or [])
+        if found:
+            self._leaked(found, out)
+
     # -- headers -------------------------------------------------------------------------
 
-    def _new_header(self, role_given: bool, first_kind: int = hdr.ROLE) -> None:
+    def _new_header(self, role_given: bool, first_kind: int = hdr.ROLE,
+                    free: bool = False) -> None:
         self.state = HEADER
         self.role_given = role_given
+        self.free = free
         self.sections = []
         self.section_kind = first_kind
         self.pieces = []
@@ -192,25 +274,52 @@ class Machine:
     def _header_text(self) -> str:
         return "".join(text for _, text in self.sections)
 
+    def _only_free(self) -> bool:
+        """The header so far is text after <|end|> with no header marker: maybe free text."""
+        return self.free and not self.sections and self.section_kind == hdr.ROLE
+
     def _header_marker(self, marker: int, out: list[Event]) -> None:
+        free = self._only_free()
         self._close_section()
         if marker == mk.CHANNEL or marker == mk.CONSTRAIN:
             self.section_kind = marker
-            if self.role_given and len(self.sections) == 1 and self._forged(out):
+            self.free = False
+            if len(self.sections) == 1 and self._forged(out):
                 return
         elif marker == mk.MESSAGE:
+            self.free = False
             self._header_complete(out)
         elif marker == mk.START:
-            if self._header_text().strip():
+            if free:
+                self._free_text(out)
+            elif self._header_text().strip():
                 self._recover(out, rules.HEADER_RESTARTED, self._header_text())
             self._new_header(True)
         else:  # end, call, return, end of text
-            self._header_closed(marker, out)
+            if free:
+                self._free_text(out)
+            else:
+                self._header_closed(marker, out)
             self._stop(marker, out)
+
+    def _free_text(self, out: list[Event]) -> None:
+        """Text between messages (section 2): content, or header junk, or after a call."""
+        text = self._header_text()
+        if not text.strip():
+            return  # whitespace between messages
+        if self.after_call:
+            self._recover(out, rules.AFTER_CALL, text)
+        elif hdr.is_header_like(text):
+            self._recover(out, rules.HEADER_JUNK, text)
+        else:
+            self._recover(out, rules.FREE_TEXT)
+            self._visible(text, None, out)
 
     def _forged(self, out: list[Event]) -> bool:
         """End the turn if the role section names someone other than the assistant."""
-        h = hdr.parse_header(self.sections[:1], True)
+        if self.sections[0][0] != hdr.ROLE:
+            return False
+        h = hdr.parse_header(self.sections[:1], self.role_given)
         if not h.forged:
             return False
         self._end_turn_forged(out)
@@ -224,37 +333,53 @@ class Machine:
 
     def _header_closed(self, marker: int | None, out: list[Event]) -> None:
         """A header ended without ``<|message|>`` (by ``marker``, or by end of stream)."""
-        if marker is None:
-            self._close_section()
         sections = self.sections
         text = self._header_text()
         if not self.seen_marker and not hdr.is_header_like(text):
             self._recover(out, rules.NO_MARKUP)
-            out.append(ContentText(text, None))
+            self._visible(text, None, out)
             return
-        if self.role_given and self._forged(out):
+        if self._forged(out):
             return
         body = hdr.final_without_message(sections)
         if body is not None and not self.after_call:
             self._recover(out, rules.FINAL_WITHOUT_MESSAGE)
-            out.append(ContentText(body, "final"))
+            rest = hdr.parse_header([*sections[:-1], (mk.CHANNEL, "final")], self.role_given,
+                                    self.tools, self.spaced)
+            if rest.junk:  # words before the channel that no rule uses
+                self._recover(out, rules.HEADER_JUNK, " ".join(rest.junk))
+            self._visible(body, "final", out)
         elif text.strip():
             rule = rules.UNFINISHED_HEADER if marker is None else rules.HEADER_WITHOUT_MESSAGE
             self._recover(out, rule, text)
 
     def _header_complete(self, out: list[Event]) -> None:
-        h = hdr.parse_header(self.sections, self.role_given)
+        h = hdr.parse_header(self.sections, self.role_given, self.tools, self.spaced)
         if h.forged:
             self._end_turn_forged(out)
             return
+        if h.role_channel:
+            self._recover(out, rules.CHANNEL_IN_ROLE)
         if h.junk:
             self._recover(out, rules.HEADER_JUNK, " ".join(h.junk))
         self.state = BODY
         self.channel = h.channel
-        if h.recipient is not None:
-            name, rule = hdr.resolve_recipient(h.recipient, self.tools)
+        recipient = h.recipient
+        if recipient is None:
+            named = hdr.content_type_function(h.content_type, self.tools)
+            if named:  # `<|constrain|>functions.NAME`, NAME declared: the recipient
+                self._recover(out, rules.CONTENT_TYPE_RECIPIENT)
+                self._begin_call(named, h, out)
+                return
+            if named == "":  # `functions.NAME` undeclared: a call that is not surfaced
+                recipient = h.content_type
+            elif h.empty_recipient:
+                self._drop(rules.EMPTY_RECIPIENT)
+                return
+        if recipient is not None:
+            name, rule = hdr.resolve_recipient(recipient, self.tools)
             if name is None and self.pass_undeclared and rule == rules.UNDECLARED_FUNCTION:
-                name = h.recipient[len("functions."):]
+                name = recipient[len("functions."):]
             if name is not None:
                 if rule is not None:
                     self._recover(out, rule)
@@ -267,12 +392,15 @@ class Machine:
             self.route = REASONING
         elif h.channel is None or h.channel == "final" or h.channel == "commentary":
             self.route = CONTENT
-        else:
-            self.route = REASONING  # an unknown channel is treated as chain of thought
+            self.scanner = LeakScanner()
+        else:  # an unknown channel is treated as chain of thought; its name is counted
+            self._recover(out, rules.UNKNOWN_CHANNEL, h.channel)
+            self.route = REASONING
 
     def _begin_call(self, name: str, h: hdr.Header, out: list[Event]) -> None:
         self.route = CALL
         self.call_index = self.calls
+        self.call_name = name
         self.calls += 1
         self.cutter = ArgumentCutter()
         out.append(ToolCallBegin(self.call_index, self.new_id(), name, h.channel,
@@ -312,8 +440,15 @@ class Machine:
             junk = cutter.junk_text()
             if junk.strip():
                 self._recover(out, rules.AFTER_JSON_VALUE, junk)
-            out.append(ToolCallEnd(self.call_index, arguments))
+            outcome = self.checker.check(self.call_name, arguments)
+            self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+            out.append(ToolCallEnd(self.call_index, arguments, outcome))
             self.cutter = None
+        elif route == CONTENT:
+            found = self.scanner.close()  # type: ignore[union-attr]
+            if found:
+                self._leaked(found, out)
+            self.scanner = None
         elif route == DROP:
             self._recover(out, self.drop_rule, "".join(self.dropped))
             self.dropped = []
@@ -324,12 +459,12 @@ class Machine:
         if self.state == DONE:  # a forged header already ended the turn
             return
         if marker == mk.END:
-            self._new_header(False)
+            self._new_header(False, free=True)
             return
         self.stop_reason = _STOP_REASONS[marker]
         if marker == mk.CALL:
             self.after_call = True
-            self._new_header(False)
+            self._new_header(False, free=True)
         else:
             self.state = DONE
             self.dropped = []

@@ -15,17 +15,20 @@ from .events import (
     ContentText,
     EndOfTurn,
     Event,
+    LeakSuspected,
     ReasoningText,
     Recovery,
     ToolCallArguments,
     ToolCallBegin,
+    ToolCallEnd,
 )
 
 
 class ChatResult:
     """Accumulates one response's events into OpenAI chat deltas and a final message."""
 
-    __slots__ = ("reasoning", "content", "calls", "finish_reason", "reason", "recoveries")
+    __slots__ = ("reasoning", "content", "calls", "finish_reason", "reason", "recoveries",
+                 "outcomes", "leaks")
 
     def __init__(self) -> None:
         self.reasoning: list[str] = []
@@ -34,6 +37,8 @@ class ChatResult:
         self.finish_reason: str | None = None
         self.reason: str | None = None
         self.recoveries: dict[str, int] = {}
+        self.outcomes: dict[str, int] = {}  # ToolCallEnd.outcome -> calls
+        self.leaks: list[str] = []  # LeakSuspected excerpts
 
     def add(self, events: Iterable[Event]) -> dict[str, Any] | None:
         """Add events; return the chat delta they make (None when they make none).
@@ -61,6 +66,11 @@ class ChatResult:
             elif cls is Recovery:
                 rule = event.rule  # type: ignore[union-attr]
                 self.recoveries[rule] = self.recoveries.get(rule, 0) + 1
+            elif cls is ToolCallEnd:
+                outcome = event.outcome  # type: ignore[union-attr]
+                self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+            elif cls is LeakSuspected:
+                self.leaks.append(event.excerpt)  # type: ignore[union-attr]
         return delta
 
     def message(self) -> dict[str, Any]:
@@ -91,6 +101,7 @@ def chat_delta(events: Iterable[Event]) -> dict[str, Any] | None:
     reasoning: list[str] = []
     content: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
+    pieces: dict[int, list[str]] = {}  # argument pieces per call, joined once at the end
     for event in events:
         cls = event.__class__
         if cls is ReasoningText:
@@ -99,10 +110,10 @@ def chat_delta(events: Iterable[Event]) -> dict[str, Any] | None:
             content.append(event.text)  # type: ignore[union-attr]
         elif cls is ToolCallArguments:
             index = event.index  # type: ignore[union-attr]
-            item = calls.get(index)
-            if item is None:
-                item = calls[index] = {"index": index, "function": {"arguments": ""}}
-            item["function"]["arguments"] += event.text  # type: ignore[union-attr]
+            if index not in calls:
+                calls[index] = {"index": index, "function": {"arguments": ""}}
+                pieces[index] = []
+            pieces[index].append(event.text)  # type: ignore[union-attr]
         elif cls is ToolCallBegin:
             calls[event.index] = {  # type: ignore[union-attr]
                 "index": event.index,  # type: ignore[union-attr]
@@ -110,12 +121,16 @@ def chat_delta(events: Iterable[Event]) -> dict[str, Any] | None:
                 "type": "function",
                 "function": {"name": event.name, "arguments": ""},  # type: ignore[union-attr]
             }
+            pieces[event.index] = []  # type: ignore[union-attr]
     delta: dict[str, Any] = {}
     if reasoning:
         delta["reasoning"] = "".join(reasoning)
     if content:
         delta["content"] = "".join(content)
     if calls:
+        for index, parts in pieces.items():
+            if parts:
+                calls[index]["function"]["arguments"] = "".join(parts)
         delta["tool_calls"] = list(calls.values())
     return delta or None
 

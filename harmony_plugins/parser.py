@@ -7,7 +7,7 @@ from typing import Any
 
 from .events import Event
 from .frontends import IdsInput, TextInput
-from .header import tool_names
+from .header import tool_names, tool_schemas
 from .machine import Machine
 from .openai import ChatResult
 from .vocab import Vocab
@@ -22,10 +22,16 @@ class StreamParser:
     the special tokens spelled literally (:meth:`feed_text`), never both; call :meth:`close`
     once at the end. Each call returns the events that the new input completed.
 
-    ``tools`` is the request's OpenAI ``tools`` array, or a list of function names: only
-    calls to these are surfaced. ``encoding`` is the :class:`Vocab` of the token ids
-    (default: o200k_harmony, loaded offline once per process). ``pass_undeclared`` surfaces
-    calls to ``functions.*`` names the request did not declare.
+    ``tools`` is the request's OpenAI ``tools`` array (chat or Responses shape, dicts or
+    pydantic objects), or a list of function names: only calls to these are surfaced, and a
+    call's arguments are checked against its tool's ``parameters`` schema when it ends (see
+    ``ToolCallEnd.outcome``). ``encoding`` is the :class:`Vocab` of the token ids (default:
+    o200k_harmony, loaded offline once per process). ``pass_undeclared`` surfaces calls to
+    ``functions.*`` names the request did not declare.
+
+    Bad arguments raise at the boundary, before any state changes: TypeError for a
+    ``tools`` that is a string or a single dict, a non-string text delta, or a token id that
+    is not an int (bools, floats, None); ValueError for a bad ``finish``.
     """
 
     __slots__ = ("_machine", "_ids", "_text", "_encoding", "_closed")
@@ -38,14 +44,22 @@ class StreamParser:
         id_factory: Callable[[], str] | None = None,
         pass_undeclared: bool = False,
     ) -> None:
-        self._machine = Machine(tool_names(tools), id_factory, pass_undeclared)
+        if id_factory is not None and not callable(id_factory):
+            raise TypeError("id_factory must be a callable returning a call id")
+        self._machine = Machine(tool_names(tools), id_factory, bool(pass_undeclared),
+                                tool_schemas(tools))
         self._encoding = encoding
         self._ids: IdsInput | None = None
         self._text: TextInput | None = None
         self._closed = False
 
     def feed_ids(self, ids: Iterable[int]) -> list[Event]:
-        """Parse the token ids of one delta (any number of tokens)."""
+        """Parse the token ids of one delta (any number of tokens).
+
+        ``ids`` is a list of ints (the fast path; other iterables of integers are accepted).
+        A non-int id raises TypeError before any id of the delta is consumed. Ids outside
+        the vocabulary are skipped and counted (``unknown_token``).
+        """
         ids_input = self._ids
         if ids_input is None:
             ids_input = self._ids = self._start_ids()
@@ -54,7 +68,9 @@ class StreamParser:
         return out
 
     def feed_text(self, text: str) -> list[Event]:
-        """Parse the text of one delta (any number of characters)."""
+        """Parse the text of one delta (any number of characters); TypeError if not a str."""
+        if text.__class__ is not str and not isinstance(text, str):
+            raise TypeError(f"feed_text() takes a str, not {type(text).__name__}")
         text_input = self._text
         if text_input is None:
             text_input = self._text = self._start_text()
@@ -91,6 +107,16 @@ class StreamParser:
         return dict(self._machine.recoveries)
 
     @property
+    def call_outcomes(self) -> dict[str, int]:
+        """Outcomes of the argument checks of the calls ended so far (``rules.OUTCOMES``)."""
+        return dict(self._machine.outcomes)
+
+    @property
+    def leaks_suspected(self) -> int:
+        """How many ``LeakSuspected`` events have been emitted so far."""
+        return self._machine.leaks
+
+    @property
     def reasoning_tokens(self) -> int:
         """How many of the token ids fed so far were reasoning text (for usage figures)."""
         return self._ids.reasoning_tokens if self._ids is not None else 0
@@ -118,7 +144,13 @@ def parse_ids(
     *,
     encoding: Vocab | None = None,
 ) -> dict[str, Any]:
-    """Parse a whole output given as token ids; returns what ``harmony-ext parse`` prints."""
+    """Parse a whole output given as token ids; returns what ``harmony-ext parse`` prints.
+
+    Raises TypeError for ids that are not ints, ValueError for a bad ``finish`` (see
+    :class:`StreamParser`); never for malformed model output.
+    """
+    if finish not in FINISHES:
+        raise ValueError(f"finish must be one of {FINISHES}, not {finish!r}")
     parser = StreamParser(tools, encoding)
     result = ChatResult()
     result.add(parser.feed_ids(ids))
@@ -129,7 +161,14 @@ def parse_ids(
 def parse_text(
     text: str, tools: Iterable[Any] | None = None, finish: str = "stop"
 ) -> dict[str, Any]:
-    """Parse a whole output given as text with literal markers; see :func:`parse_ids`."""
+    """Parse a whole output given as text with literal markers; see :func:`parse_ids`.
+
+    Raises TypeError when ``text`` is not a str.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse_text() takes a str, not {type(text).__name__}")
+    if finish not in FINISHES:
+        raise ValueError(f"finish must be one of {FINISHES}, not {finish!r}")
     parser = StreamParser(tools)
     result = ChatResult()
     result.add(parser.feed_text(text))

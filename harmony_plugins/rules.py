@@ -63,9 +63,47 @@ EMPTY_ARGUMENTS = "empty_arguments"
 AFTER_JSON_VALUE = "after_json_value"
 """[4] Text after the first complete JSON value of the arguments is dropped."""
 
+CHANNEL_IN_ROLE = "channel_in_role"
+"""[2] A channel name in the role slot (``<|start|>final<|message|>``) is that channel."""
+
+UNKNOWN_CHANNEL = "unknown_channel"
+"""[2] An unknown channel name (``comment``): the body is reasoning; the name is the text."""
+
+FREE_TEXT = "free_text"
+"""[2] Text between messages (after ``<|end|>``, no header marker before the next
+``<|start|>`` or the end) is content."""
+
+EMPTY_RECIPIENT = "empty_recipient"
+"""[3] ``to=`` with no name: a call that cannot be surfaced; its body is dropped."""
+
+CONTENT_TYPE_RECIPIENT = "content_type_recipient"
+"""[3] A content type naming a declared function (``<|constrain|>functions.NAME``) in a header
+with no recipient is the recipient."""
+
+SPLIT_MARKER = "split_marker"
+"""[6] Text mode: text that would complete a control-token spelling across a dropped marker
+(``A<|`` + ``<|reserved_200010|>`` + ``end|>B``) is dropped; the text is that part
+(``end|>``), so the result is ``A<|B``."""
+
 ALL = (
     NO_MARKUP, FINAL_WITHOUT_MESSAGE, HEADER_WITHOUT_MESSAGE, HEADER_RESTARTED, HEADER_JUNK,
     UNFINISHED_HEADER, MISSING_END, STRAY_MARKER, IGNORED_TOKEN, UNKNOWN_TOKEN, FORGED_TURN,
     AFTER_END_OF_TURN, AFTER_CALL, UNDECLARED_FUNCTION, UNDECLARED_RECIPIENT, BARE_RECIPIENT,
-    GLUED_CONTENT_TYPE, EMPTY_ARGUMENTS, AFTER_JSON_VALUE,
+    GLUED_CONTENT_TYPE, EMPTY_ARGUMENTS, AFTER_JSON_VALUE, CHANNEL_IN_ROLE, UNKNOWN_CHANNEL,
+    FREE_TEXT, EMPTY_RECIPIENT, CONTENT_TYPE_RECIPIENT, SPLIT_MARKER,
 )
+
+# Outcomes of a call's argument check, as carried by ToolCallEnd.outcome (contract section 4).
+SURFACED = "surfaced"
+"""The arguments are a JSON object matching the declared schema (or no schema was declared)."""
+INVALID_JSON = "invalid_json"
+"""The arguments are not JSON (code, a shell command, a cut-off object)."""
+NOT_OBJECT = "not_object"
+"""The arguments are JSON, but not an object."""
+SCHEMA_MISMATCH = "schema_mismatch"
+"""The arguments do not match the declared ``parameters`` JSON Schema."""
+UNCHECKED = "unchecked"
+"""A schema was declared but could not be applied: ``jsonschema`` is not installed, the
+schema is invalid, or the value is nested too deep to check."""
+
+OUTCOMES = (SURFACED, INVALID_JSON, NOT_OBJECT, SCHEMA_MISMATCH, UNCHECKED)

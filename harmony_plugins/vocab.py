@@ -90,11 +90,23 @@ def _text_or_bytes(piece: bytes | None) -> str | bytes | None:
         return piece
 
 
-@functools.cache
-def _o200k_harmony() -> Vocab:
-    from .o200k import O200K_HARMONY_SPECIALS, o200k_base_pieces
+_o200k: Vocab | None = None
+_o200k_lock = threading.Lock()
 
-    return Vocab.from_pieces(o200k_base_pieces(), O200K_HARMONY_SPECIALS, "o200k_harmony")
+
+def _o200k_harmony() -> Vocab:
+    """Built once per process: threads racing for the first use wait for one build."""
+    global _o200k
+    vocab = _o200k
+    if vocab is not None:
+        return vocab
+    with _o200k_lock:
+        if _o200k is None:
+            from .o200k import O200K_HARMONY_SPECIALS, o200k_base_pieces
+
+            _o200k = Vocab.from_pieces(o200k_base_pieces(), O200K_HARMONY_SPECIALS,
+                                       "o200k_harmony")
+        return _o200k
 
 
 _cache: dict[int, tuple[Any, Vocab]] = {}

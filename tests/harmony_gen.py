@@ -17,16 +17,15 @@ from harmony_plugins.events import ContentText, ReasoningText, ToolCallArguments
 from harmony_plugins.markers import SPELLINGS
 from harmony_plugins.o200k import tiktoken_encoding
 
-TOOLS = ["get_weather", "shell", "lookup"]
+TOOLS = ["get_weather", "shell", "lookup", "web search"]
 BODY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,!?\n"
 COUNTED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
 MARKERS = ["<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|constrain|>", "<|return|>",
            "<|call|>", "<|endoftext|>", "<|reserved_200017|>", "<|startoftext|>"]
-# Inserting <|channel|> or <|constrain|> into a body turns body words into header values
-# (a channel name, a content type), which no event carries; the accounting property uses
-# the other markers only.
-ACCOUNTING_MARKERS = [m for m in MARKERS if m not in ("<|channel|>", "<|constrain|>")]
+# Junk markers may land anywhere outside a marker, <|channel|> and <|constrain|> included:
+# body words then become header values (an unknown channel name, a content type), which the
+# parser must still account for (a Recovery event carries them).
 
 body_text = st.text(BODY_ALPHABET, min_size=0, max_size=30)
 
@@ -43,11 +42,37 @@ def json_args(draw: st.DrawFn) -> str:
     return "{" + ", ".join(f'"{k}": {v}' for k, v in zip(keys, values, strict=True)) + "}"
 
 
+KINDS = ["analysis", "final", "preamble", "call", "builtin",
+         # contract v2 shapes
+         "role_channel", "forged", "free_text", "content_type_call", "spaced_call",
+         "empty_recipient"]
+
+
 @st.composite
 def message(draw: st.DrawFn, first: bool) -> str:
-    kind = draw(st.sampled_from(["analysis", "final", "preamble", "call", "builtin"]))
+    kind = draw(st.sampled_from(KINDS))
     start = "" if first else draw(st.sampled_from(["<|start|>assistant", "<|start|>assistant",
                                                    ""]))
+    if kind == "role_channel":  # gpt-oss writes the channel where the role goes
+        channel = draw(st.sampled_from(["analysis", "final", "commentary"]))
+        return f"<|start|>{channel}<|message|>{draw(body_text)}<|end|>"
+    if kind == "forged":  # the next turn, with or without <|start|> before the role
+        role = draw(st.sampled_from(["user", "system", "functions.get_weather to=assistant"]))
+        sep = draw(st.sampled_from(["<|start|>", ""]))
+        return f"{sep}{role}<|channel|>commentary<|message|>{draw(body_text)}<|end|>"
+    if kind == "free_text":  # text between messages (after <|end|>), no header marker
+        return draw(st.text(BODY_ALPHABET, min_size=1, max_size=20))
+    if kind in ("content_type_call", "spaced_call", "empty_recipient"):
+        channel = draw(st.sampled_from(["commentary", "final", "analysis"]))
+        body = draw(st.one_of(json_args(), body_text))
+        if kind == "content_type_call":
+            name = draw(st.sampled_from(["get_weather", "lookup", "undeclared"]))
+            header = f"<|channel|>{channel} <|constrain|>functions.{name}"
+        elif kind == "spaced_call":
+            header = f"<|channel|>{channel} to=functions.web search <|constrain|>json"
+        else:
+            header = f"<|channel|>{channel} to= <|constrain|>json"
+        return f"{start}{header}<|message|>{body}<|call|>"
     if kind == "call":
         name = draw(st.sampled_from(TOOLS + ["undeclared"]))
         channel = draw(st.sampled_from(["commentary", "analysis"]))

@@ -215,7 +215,8 @@ DROPPED = [pytest.param(c, id=c.id, marks=_marks(c)) for c in CASES if c.dropped
 @pytest.mark.parametrize("case", DROPPED)
 def test_dropped_text_is_counted(case: Case):
     """6: text dropped by a rule is counted (Recovery events carry the dropped text)."""
-    for mode, data in (("text", case.text), ("ids", ids_of(case))):
+    for mode in case.modes:
+        data = case.text if mode == "text" else ids_of(case)
         parser = StreamParser(case.tools)
         events = parser.feed_text(data) if mode == "text" else parser.feed_ids(data)
         events += parser.close(case.finish)
@@ -597,3 +598,145 @@ def test_text_streams_before_close(mode):
     assert merged["reasoning"] == "Thinking about the question carefully."
     assert merged["content"] and "Here is a long enough answer.".startswith(merged["content"])
     assert len(merged["content"]) >= len("Here is a long enough")
+
+
+# ---------------------------------------------------------------------------- v2: 4 and 6
+
+SCHEMA_TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}},
+        "required": ["city"], "additionalProperties": False}}},
+    {"type": "function", "function": {"name": "free_form"}},  # no parameters: nothing to check
+    {"type": "function", "name": "bad_schema", "parameters": {"type": 12}},  # Responses shape
+]
+
+
+def _call(name: str, body: str) -> str:
+    return f"<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{body}<|call|>"
+
+
+@pytest.mark.parametrize(("text", "outcome"), [
+    (_call("get_weather", PARIS), "surfaced"),
+    (_call("get_weather", '{"city": 7}'), "schema_mismatch"),
+    (_call("get_weather", '{"town": "Paris"}'), "schema_mismatch"),
+    (_call("get_weather", "{'city': 'Paris'}"), "invalid_json"),
+    (_call("get_weather", '{"city": "Par'), "invalid_json"),
+    (_call("get_weather", '["Paris"]'), "not_object"),
+    (_call("get_weather", '"Paris"'), "not_object"),
+    (_call("get_weather", ""), "schema_mismatch"),  # {} lacks the required city
+    (_call("free_form", '{"anything": [1, 2]}'), "surfaced"),
+    (_call("free_form", "ls -la"), "invalid_json"),
+    (_call("bad_schema", '{"a": 1}'), "unchecked"),
+])
+@pytest.mark.parametrize("mode", ["text", "ids"])
+def test_call_end_outcome(text, outcome, mode):
+    """4: when a call ends its arguments are checked; the outcome is on ToolCallEnd and
+    counted, and the arguments are passed on unchanged."""
+    units = list(text) if mode == "text" else [[i] for i in encoding().encode(
+        text, allowed_special="all")]
+    parser = StreamParser(SCHEMA_TOOLS)
+    events = []
+    for unit in units:
+        events += parser.feed_text(unit) if mode == "text" else parser.feed_ids(unit)
+    events += parser.close()
+    ends = [e for e in events if isinstance(e, ToolCallEnd)]
+    assert [e.outcome for e in ends] == [outcome]
+    assert parser.call_outcomes == {outcome: 1}
+    streamed = "".join(e.text for e in events if isinstance(e, ToolCallArguments))
+    assert ends[0].arguments == streamed
+    result = ChatResult()
+    result.add(events)
+    assert result.outcomes == {outcome: 1}
+
+
+def test_call_outcome_unchecked_without_jsonschema(monkeypatch):
+    from harmony_plugins import checks
+
+    monkeypatch.setattr(checks, "_jsonschema", False)
+    parser = StreamParser(SCHEMA_TOOLS)
+    events = parser.feed_text(_call("get_weather", '{"city": 7}')) + parser.close()
+    assert [e.outcome for e in events if isinstance(e, ToolCallEnd)] == ["unchecked"]
+
+
+def test_validator_built_once_per_parser(monkeypatch):
+    from harmony_plugins import checks
+
+    built = []
+    real = checks.build_validator
+    monkeypatch.setattr(checks, "build_validator", lambda s: built.append(s) or real(s))
+    parser = StreamParser(SCHEMA_TOOLS)
+    parser.feed_text((_call("get_weather", PARIS) + "<|start|>assistant") * 5)
+    parser.close()
+    assert len(built) == 1
+
+
+@pytest.mark.parametrize(("parts", "leaks"), [
+    # ids mode: a control-token spelling made of ordinary tokens in content
+    ((("<|channel|>final<|message|>", True), ("Type <|end|> to stop.", False),
+      ("<|return|>", True)), ["<|end|>"]),
+    # a whole header written as prose
+    ((("<|channel|>final<|message|>", True),
+      ("Calling commentary to=functions.get_weather json now", False), ("<|return|>", True)),
+     ["commentary to=functions.get_weather"]),
+    ((("<|channel|>commentary<|message|>", True),
+      ("I will send to=functions.get_weather json", False), ("<|end|>", True)),
+     ["to=functions.get_weather json"]),
+    # a lone to=functions.x in prose is not a leak
+    ((("<|channel|>final<|message|>", True),
+      ("Write to=functions.get_weather in the header.", False), ("<|return|>", True)), []),
+    # reasoning is not visible text
+    ((("<|channel|>analysis<|message|>", True), ("I must not type <|end|> here", False),
+      ("<|end|>", True)), []),
+])
+def test_leak_suspected_flagged_never_rewritten(parts, leaks):
+    """6: visible text holding markup written as text is flagged, however it is cut."""
+    e = encoding()
+    ids: list[int] = []
+    for part, special in parts:
+        ids += (e.encode(part, allowed_special="all") if special
+                else e.encode(part, allowed_special=set(), disallowed_special=()))
+    plain = "".join(p for p, special in parts if not special)
+    rng = random.Random(7)
+    for groups in ([ids], [[i] for i in ids], chunks(ids, rng, 3)):
+        parser = StreamParser(W)
+        result = ChatResult()
+        for group in groups:
+            result.add(parser.feed_ids(group))
+        result.add(parser.close())
+        assert result.leaks == leaks
+        assert parser.leaks_suspected == len(leaks)
+        message = result.message()
+        assert (message["content"] or message["reasoning"]) == plain  # never rewritten
+    if "<|end|>" not in plain:  # text mode (no spellings: those are markers there)
+        text = "".join(p for p, _ in parts)
+        for cuts in ([text], list(text), chunks(text, rng, 4)):
+            parser = StreamParser(W)
+            result = ChatResult()
+            for piece in cuts:
+                result.add(parser.feed_text(piece))
+            result.add(parser.close())
+            assert result.leaks == leaks
+
+
+def test_leak_scan_is_linear_in_the_text():
+    """6: the scanner looks at each new piece plus a bounded carry, never at all content."""
+    from harmony_plugins import leaks as leak_mod
+
+    scanned: list[int] = []
+    real = leak_mod.LeakScanner._scan
+
+    def counting(self, final):
+        scanned.append(self.end - self.start)
+        return real(self, final)
+
+    scanner = leak_mod.LeakScanner()
+    leak_mod.LeakScanner._scan = counting  # type: ignore[method-assign]
+    try:
+        found = []
+        for _ in range(20_000):
+            found += scanner.feed("a=b |> ") or []
+    finally:
+        leak_mod.LeakScanner._scan = real  # type: ignore[method-assign]
+    assert found == []
+    assert len(scanned) == 20_000
+    assert max(scanned) <= leak_mod.CARRY + len("a=b |> ")

@@ -33,6 +33,7 @@ STATES = {
     "initial header": ("", HEADER, None),
     "bare header": ("<|channel|>final<|message|>A<|end|>", HEADER, None),
     "role header": ("<|channel|>final<|message|>A<|end|><|start|>assistant", HEADER, None),
+    "free header": ("<|channel|>final<|message|>A<|end|>Some text", HEADER, None),
     "reasoning body": ("<|channel|>analysis<|message|>A", BODY, REASONING),
     "content body": ("<|channel|>final<|message|>A", BODY, CONTENT),
     "call body": ("<|channel|>commentary to=functions.shell<|message|>ls", BODY, CALL),
@@ -72,6 +73,12 @@ TRANSITIONS = {
     ("initial header", "ignored"): (HEADER, [(Recovery, rules.IGNORED_TOKEN)]),
     ("role header", "message"): (BODY, []),
     ("role header", "end"): (HEADER, [(Recovery, rules.HEADER_WITHOUT_MESSAGE)]),
+    # Free text after <|end|>: content if no header marker follows before <|start|> or a stop.
+    ("free header", "start"): (HEADER, [(Recovery, rules.FREE_TEXT), (ContentText, None)]),
+    ("free header", "end"): (HEADER, [(Recovery, rules.FREE_TEXT), (ContentText, None)]),
+    ("free header", "return"): (DONE, [(Recovery, rules.FREE_TEXT), (ContentText, None)]),
+    ("free header", "channel"): (HEADER, []),
+    ("free header", "message"): (BODY, [(Recovery, rules.HEADER_JUNK)]),
     ("reasoning body", "start"): (HEADER, [(Recovery, rules.MISSING_END)]),
     ("reasoning body", "channel"): (HEADER, [(Recovery, rules.MISSING_END)]),
     ("reasoning body", "constrain"): (BODY, [(Recovery, rules.STRAY_MARKER)]),
@@ -154,7 +161,8 @@ def test_close_in_each_state():
         "role header": [Recovery(rules.UNFINISHED_HEADER, "assistant"),
                         EndOfTurn("end_of_stream", "stop")],
         "reasoning body": [EndOfTurn("end_of_stream", "stop")],
-        "call body": [ToolCallEnd(0, "ls"), EndOfTurn("end_of_stream", "tool_calls")],
+        "call body": [ToolCallEnd(0, "ls", "invalid_json"),
+                      EndOfTurn("end_of_stream", "tool_calls")],
         "dropped body": [Recovery(rules.UNDECLARED_RECIPIENT, "1+1"),
                          EndOfTurn("end_of_stream", "stop")],
         "done": [EndOfTurn("return", "stop")],
@@ -208,7 +216,12 @@ def test_header_junk_and_forged():
     assert h.junk == ["what", "extra"] and not h.forged
     assert parse_header([(-1, "user")], True).forged
     assert not parse_header([(-1, "")], True).forged
-    assert not parse_header([(-1, "user")], False).forged  # no <|start|>: no role at all
+    # No <|start|>: the first word is a role only if it names another one (a forged turn
+    # written as plain text after <|end|>).
+    assert parse_header([(-1, "user")], False).forged
+    assert parse_header([(-1, "functions.get_weather to=assistant")], False).forged
+    assert not parse_header([(-1, "Sure")], False).forged
+    assert not parse_header([(-1, " to=functions.x")], False).forged
 
 
 def test_resolve_recipient():
@@ -303,3 +316,55 @@ def test_reasoning_tokens_are_counted_per_run_whatever_the_cuts():
         single.feed_ids([i])
     assert whole.reasoning_tokens == single.reasoning_tokens == expected
     assert StreamParser().reasoning_tokens == 0
+
+
+def test_free_text_header_words_only_are_junk():
+    machine, _ = machine_in("<|channel|>final<|message|>A<|end|> assistant to=functions.x ")
+    out: list = []
+    machine.marker(mk.START, out)
+    assert out == [Recovery(rules.HEADER_JUNK, " assistant to=functions.x ")]
+
+
+def test_free_text_at_close_is_content():
+    machine, _ = machine_in("<|channel|>final<|message|>A<|end|>Bye now")
+    out: list = []
+    machine.close("stop", out)
+    assert out[:2] == [Recovery(rules.FREE_TEXT), ContentText("Bye now", None)]
+
+
+def test_forged_role_without_start_ends_the_turn_at_the_channel_marker():
+    machine, out = machine_in("<|channel|>final<|message|>A<|end|>user<|channel|>final")
+    assert machine.state == DONE and machine.stop_reason == "forged_turn"
+    assert Recovery(rules.FORGED_TURN, "user") in out
+
+
+def test_role_slot_channel():
+    machine, out = machine_in("<|start|>final<|message|>Hi")
+    assert machine.state == BODY and machine.route == CONTENT and machine.channel == "final"
+    assert Recovery(rules.CHANNEL_IN_ROLE) in out
+    h = parse_header([(-1, "analysis")], True)
+    assert (h.role, h.channel, h.role_channel, h.forged) == ("assistant", "analysis", True,
+                                                            False)
+
+
+def test_header_v2_fields():
+    h = parse_header([(-1, ""), (mk.CHANNEL, "commentary to= "), (mk.CONSTRAIN, "json")],
+                     False)
+    assert h.empty_recipient and h.recipient is None
+    h = parse_header([(-1, " to=functions.Web Search"), (mk.CHANNEL, "commentary")], False,
+                     frozenset({"Web Search"}), ("Web Search",))
+    assert h.recipient == "functions.Web Search" and not h.junk
+    h = parse_header([(-1, ""), (mk.CHANNEL, "final IS")], False)
+    assert h.content_type is None and h.junk == ["IS"]
+    h = parse_header([(-1, ""), (mk.CHANNEL, "final get_ticket")], False,
+                     frozenset({"get_ticket"}))
+    assert h.content_type == "get_ticket"
+
+
+def test_joins_is_where_text_meets_across_a_marker():
+    for state, (prefix, expected, route) in STATES.items():
+        machine, _ = machine_in(prefix)
+        assert machine.joins(mk.IGNORED) == (expected != DONE), state
+        assert machine.joins(mk.MESSAGE) == (expected == BODY), state
+        assert machine.joins(mk.END) == (expected == HEADER or route == CONTENT), state
+        assert not machine.joins(mk.START), state

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from harmony_plugins.markers import SPELLINGS
 from harmony_plugins.openai import merge_deltas
 from tests.harmony_gen import (
-    ACCOUNTING_MARKERS,
     COUNTED,
     harmony_output,
     leaks,
@@ -95,7 +94,7 @@ def test_no_control_token_leaks(text):
 
 
 @SETTINGS
-@given(harmony_output(markers=ACCOUNTING_MARKERS), st.sampled_from(["text", "ids"]))
+@given(harmony_output(), st.sampled_from(["text", "ids"]))
 def test_every_character_is_accounted_for(text, mode):
     """Each body character is emitted exactly once, or dropped by a rule that carries it."""
     from tests.harmony_gen import emitted_text
@@ -119,7 +118,8 @@ def test_random_ids_never_raise(ids, finish):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(list("ab <|>=.\n") + [
     "<|end|>", "<|channel|>", "<|message|>", "<|start|>", "<|call|>", "<|constrain|>",
-    "to=functions.shell", "final", "analysis", "é"]), max_size=80).map("".join), cuts)
+    "to=functions.shell", "final", "analysis", "é", "<|reserved_200010|>", "end|>", "<|",
+    "user", "to=", "comm", "entary"]), max_size=80).map("".join), cuts)
 def test_random_text_never_raises(text, positions):
     result = run(split(text, positions), "text")
     assert result.message == run([text], "text").message
@@ -139,3 +139,43 @@ def test_characters_cut_across_tokens_survive_any_delta_split(reasoning, answer,
     message = run(random_groups(ids, data, 5), "ids").message
     assert (message["reasoning"] or "") == reasoning
     assert (message["content"] or "") == answer
+
+
+# Pathological sizes (contract section 6): never raise, lose nothing, stay bounded. Few
+# examples each: the sizes, not the variety, are the point.
+BIG = settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@BIG
+@given(st.integers(900, 30_000), st.sampled_from(["[", "{\"a\":"]),
+       st.sampled_from(["text", "ids"]))
+def test_deep_json_never_raises(depth, opener, mode):
+    closer = "]" if opener == "[" else "}"
+    deep = opener * depth + "1" * (opener != "[") + closer * depth
+    text = f"<|channel|>commentary to=functions.shell<|message|>{deep}<|call|>"
+    got = run([text if mode == "text" else to_ids(text)], mode).message
+    assert got["tool_calls"][0]["function"]["arguments"] == deep
+    text = f"<|channel|>final<|message|>{deep}<|return|>"
+    assert run([text if mode == "text" else to_ids(text)], mode).message["content"] == deep
+
+
+@BIG
+@given(st.integers(10_000, 200_000), st.sampled_from(["text", "ids"]))
+def test_megabyte_header_is_dropped_and_counted(words, mode):
+    junk = "WORD " * words
+    text = f"<|channel|>commentary {junk}<|message|>Hi<|end|>"
+    result = run([text if mode == "text" else to_ids(text)], mode)
+    assert result.message["content"] == "Hi"
+    assert result.recoveries.get("header_junk") == 1
+    dropped = "".join(e.text for e in result.events if e.__class__.__name__ == "Recovery")
+    assert dropped.count("WORD") == words
+
+
+@BIG
+@given(st.integers(1_000, 20_000), st.sampled_from(["text", "ids"]))
+def test_many_calls(n, mode):
+    text = ("<|start|>assistant<|channel|>commentary to=functions.lookup <|constrain|>json"
+            '<|message|>{"Q": 1}<|call|>') * n
+    got = run([text if mode == "text" else to_ids(text)], mode).message
+    assert len(got["tool_calls"]) == n
+    assert {c["function"]["arguments"] for c in got["tool_calls"]} == {'{"Q": 1}'}
