@@ -117,6 +117,20 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base_url
 
 
+BUILTIN_ENV = {"TOOL_PARSER": "openai", "REASONING_PARSER": "openai_gptoss"}
+"""scripts/vllm_tiny_server.sh with vLLM's built-in gpt-oss parsers instead of ours."""
+
+
+@pytest.fixture(scope="session")
+def builtin_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of a second server running vLLM's built-in gpt-oss parsers."""
+    if not (VENV / "bin" / "python").exists():
+        pytest.skip(f"{VENV} is missing: run scripts/setup_vllm_env.sh")
+    log_path = tmp_path_factory.mktemp("vllm-builtin") / "server.log"
+    with tiny_vllm_server(log_path, env=BUILTIN_ENV) as base_url:
+        yield base_url
+
+
 @pytest.fixture(scope="session")
 def vllm_version(vllm_server: str) -> str:
     """The version the shared server reports (``GET /version``)."""

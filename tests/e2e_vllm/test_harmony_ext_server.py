@@ -19,7 +19,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +48,6 @@ from tests.e2e_vllm.cases import (  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "vllm-comparison.md"
 COMMAND = "HARMONY_EXT_WRITE_DOCS=1 .venv-vllm/bin/pytest tests/e2e_vllm -q"
-BUILTIN_ENV = {"TOOL_PARSER": "openai", "REASONING_PARSER": "openai_gptoss"}
 
 # Filled by the tests below: row key -> server ("ext" / "builtin") -> mode -> outcome.
 RESULTS: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
@@ -71,15 +69,9 @@ def client(openai_client: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def builtin_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A client of a second server running vLLM's built-in gpt-oss parsers."""
-    from tests.e2e_vllm.conftest import VENV, tiny_vllm_server
-
-    if not (VENV / "bin" / "python").exists():
-        pytest.skip(f"{VENV} is missing: run scripts/setup_vllm_env.sh")
-    log_path = tmp_path_factory.mktemp("vllm-builtin") / "server.log"
-    with tiny_vllm_server(log_path, env=BUILTIN_ENV) as base_url:
-        yield openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0)
+def builtin_client(builtin_server: str) -> Any:
+    """A client of the second server, running vLLM's built-in gpt-oss parsers."""
+    return openai.OpenAI(base_url=f"{builtin_server}/v1", api_key="unused", max_retries=0)
 
 
 # ------------------------------------------------------------------- harmony-ext: chat

@@ -324,3 +324,33 @@ def test_deltas_fall_back_to_validation_when_the_layout_differs(monkeypatch):
     a = deltas._arguments_validated(1, "x")
     assert a == deltas._arguments_trusted(1, "x")
     assert deltas._text_validated("content", "y") == deltas._text_trusted("content", "y")
+
+
+def test_prompt_hook_renders_analysis_first_only_with_harmony_ext(tokenizer, monkeypatch):
+    from vllm.entrypoints.openai.parser import harmony_utils
+
+    from vllm_ext import prompt
+
+    plugin.register()
+    turn = {"role": "assistant", "content": "Checking.", "reasoning": "Think.",
+            "tool_calls": [{"id": "c1", "type": "function",
+                            "function": {"name": "get_weather", "arguments": "{}"}}]}
+
+    def rendered() -> list[tuple[str | None, str | None, str]]:
+        messages = harmony_utils.parse_chat_inputs_to_harmony_messages([turn])
+        return [(m.channel, m.recipient, m.content[0].text) for m in messages]
+
+    monkeypatch.setattr(prompt, "_active", False)  # no harmony-ext parser in this process
+    assert rendered() == [("commentary", None, "Checking."), ("analysis", None, "Think."),
+                          ("commentary", "functions.get_weather", "{}")]
+    ParserManager.get_parser(
+        tool_parser_name="harmony-ext", reasoning_parser_name="harmony-ext",
+        enable_auto_tools=True, model_name="tiny", is_harmony=True,
+        tool_strict_level=cli_default_strict_level(), tokenizer=tokenizer)
+    assert prompt._active
+    assert rendered() == [("analysis", None, "Think."), ("commentary", None, "Checking."),
+                          ("commentary", "functions.get_weather", "{}")]
+    # Other roles and turns without analysis come back as vLLM built them.
+    user = {"role": "user", "content": "hi"}
+    assert [m.content[0].text for m in
+            harmony_utils.parse_chat_inputs_to_harmony_messages([user])] == ["hi"]
