@@ -4,8 +4,9 @@
 #   .venv         the core and its tests (seconds)
 #   .venv-vllm    a real CPU vLLM: adapter tests on vLLM's classes, and end-to-end tests
 #                 against real vLLM servers on a tiny gpt-oss model (a few minutes)
-#   .venv-sglang  a real SGLang: adapter tests on SGLang's classes and serving code
-#   then the benchmark's smoke test, whose workers use all three (no timing is asserted)
+#   .venv-sglang  a real SGLang 0.5.23: adapter tests on SGLang's classes and serving code
+#   .venv-sglang-0.5.22  the same tests on SGLang 0.5.22, the oldest release the README claims
+#   then the benchmark's smoke test, whose workers use the first three (no timing is asserted)
 #
 # Every suite runs even when an earlier one fails; the exit status is non-zero if any did.
 # Extra arguments go to every pytest run (e.g. -x, -q).
@@ -36,6 +37,11 @@ fi
 
 if run "set up .venv-sglang" scripts/setup_sglang_env.sh; then
     run "SGLang tests" .venv-sglang/bin/python -m pytest -p no:cacheprovider tests/sglang "$@"
+fi
+
+if run "set up .venv-sglang-0.5.22" scripts/setup_sglang_env.sh 0.5.22; then
+    run "SGLang 0.5.22 tests" .venv-sglang-0.5.22/bin/python -m pytest -p no:cacheprovider \
+        tests/sglang "$@"
 fi
 
 # The benchmark's workers run in every venv above, so its smoke test comes last.
