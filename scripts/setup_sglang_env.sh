@@ -11,7 +11,7 @@
 # SGLang's own requirements pull CUDA kernels and several GB we cannot use, so sglang is installed
 # with --no-deps and only the modules the tested code paths import are added. Idempotent: the stamp
 # VENV/.ok (scripts/venv.sh) records the requirement set; a second run with the same set does
-# nothing. One line per step; pip's full output goes to VENV/setup.log, named when a step fails.
+# nothing. One line per step; pip's full log goes to VENV/setup.log, named when a step fails.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,7 +36,8 @@ case "$VERSION" in
        exit 2 ;;
 esac
 VENV="${SGLANG_VENV:-$DEFAULT_VENV}"
-LOG="$VENV/setup.log"
+LOG="$VENV/setup.log"  # pip's full log (--log) and every step's output
+ERR="$VENV/setup.err"  # the current step's errors, shown when it fails
 SGLANG_REQ="sglang==$VERSION"
 # One consistent torch set: the serving classes and the detokenizer import torchvision (through
 # sglang.srt.configs), and PyPI's torchvision is built against the CUDA torch, so the CPU torch
@@ -61,25 +62,27 @@ fi
 
 start=$SECONDS
 step() {  # step WHAT COMMAND...: one line per step; the command's output goes to the log
-    local what="$1" t0=$SECONDS
+    local what="$1" t0=$SECONDS status=0
     shift
     printf 'setup_sglang_env: %s ... ' "$what"
     echo "==== $what: $*" >>"$LOG"
-    if "$@" >>"$LOG" 2>&1; then
+    "$@" >>"$LOG" 2>"$ERR" || status=$?
+    cat "$ERR" >>"$LOG"
+    if ((status == 0)); then
         echo "ok ($((SECONDS - t0)) s)"
-    else
-        echo "FAILED after $((SECONDS - t0)) s"
-        echo "setup_sglang_env: the full log is $LOG; its end:" >&2
-        tail -n 15 "$LOG" | sed 's/^/    /' >&2
-        exit 1
+        return
     fi
+    echo "FAILED after $((SECONDS - t0)) s"
+    echo "setup_sglang_env: pip's full log is $LOG; the step's last words:"
+    tail -n 15 "$ERR" | sed 's/^/    /'
+    exit 1
 }
 
 mkdir -p "$VENV"
 : >"$LOG"
 echo "setup_sglang_env: SGLang $VERSION into $VENV (log: $LOG)"
 step "create the venv" venv_open "$VENV" "$PYTHON"
-PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
+PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --log "$LOG")
 # --no-deps: sglang's own requirements are CUDA kernels this CPU install leaves out.
 step "install $SGLANG_REQ (without its CUDA requirements)" "${PIP[@]}" --no-deps "$SGLANG_REQ"
 step "install torch, transformers and the modules SGLang's parsers import" \
