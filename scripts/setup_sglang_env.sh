@@ -42,7 +42,7 @@ SGLANG_REQ="sglang==$VERSION"
 # One consistent torch set: the serving classes and the detokenizer import torchvision (through
 # sglang.srt.configs), and PyPI's torchvision is built against the CUDA torch, so the CPU torch
 # 2.13.0 cannot be used; torch 2.14.1 + torchvision 0.29.1 (with their CUDA runtime wheels, unused
-# here) come from the machine's local wheel store, and pip's cache serves them to every venv.
+# here) come from the machine's local wheel store: each venv installs them from disk, no download.
 DEPS=(
   "torch==2.14.1" "torchvision==0.29.1"
   numpy orjson psutil pybase64 requests packaging pillow starlette msgspec pydantic pyzmq tqdm
