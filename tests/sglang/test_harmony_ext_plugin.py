@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -34,7 +35,7 @@ def test_names_resolve_after_load_plugins() -> None:
     assert isinstance(ReasoningParser(NAME).detector, HarmonyExtReasoningDetector)
     assert plugin.status["enabled"].startswith("yes")
     for item in ("tools to the reasoning parse", "tools to has_tool_call", "keep <|call|>",
-                 "prompt control tokens as text"):
+                 "prompt control tokens as text", "warn when the server will not use it"):
         assert plugin.status[item] == "on", (item, plugin.status)
 
 
@@ -48,7 +49,8 @@ def wrapper_depth(func: Any) -> int:
 def test_register_again_changes_nothing() -> None:
     from sglang.srt.plugins import load_plugins
 
-    targets = [plugin.REASONING_INIT, plugin.TOOL_INIT, plugin.DETOKENIZER_INIT, plugin.RENDER]
+    targets = [plugin.REASONING_INIT, plugin.TOOL_INIT, plugin.DETOKENIZER_INIT, plugin.RENDER,
+               plugin.PREPARE_ARGS]
     before = {t: len(HookRegistry._hooks[t]) for t in targets}
     plugin.register()
     plugin._registered = False  # as if a second copy of the entry point ran
@@ -87,6 +89,77 @@ def test_launch_server_argument_parsing_accepts_harmony_ext(gpt_oss_model_dir: P
     with pytest.raises(SystemExit):
         prepare_server_args(["--model-path", str(gpt_oss_model_dir),
                              "--tool-call-parser", "harmony-nope"])
+
+
+class Records(logging.Handler):
+    """Collects the ``sglang_ext`` logger's records (``prepare_server_args`` reconfigures the
+    root logger with ``force=True``, which drops pytest's capture handler)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def logged_by_prepare_server_args(argv: list[str]) -> list[logging.LogRecord]:
+    """What ``sglang_ext`` logs while SGLang's ``prepare_server_args(argv)`` runs."""
+    from sglang.srt.server_args import prepare_server_args
+
+    records = Records()
+    logging.getLogger("sglang_ext").addHandler(records)
+    try:
+        prepare_server_args(argv)
+    finally:
+        logging.getLogger("sglang_ext").removeHandler(records)
+    return records.records
+
+
+@pytest.mark.parametrize("rust, tool, reasoning, expected", [
+    ("1", NAME, NAME, "selected as --tool-call-parser and --reasoning-parser"),
+    ("true", "gpt-oss", NAME, "selected as --reasoning-parser"),
+    ("1", NAME, None, "selected as --tool-call-parser"),
+    ("1", "gpt-oss", "gpt-oss", None),
+    ("0", NAME, NAME, None),
+    (None, NAME, NAME, None),
+])
+def test_says_when_sglangs_rust_server_bypasses_harmony_ext(
+        gpt_oss_model_dir: Path, monkeypatch, rust: str | None, tool: str, reasoning: str | None,
+        expected: str | None) -> None:
+    if rust is None:
+        monkeypatch.delenv("SGLANG_RUST_SERVER", raising=False)
+    else:
+        monkeypatch.setenv("SGLANG_RUST_SERVER", rust)
+    argv = ["--model-path", str(gpt_oss_model_dir), "--tool-call-parser", tool]
+    if reasoning:
+        argv += ["--reasoning-parser", reasoning]
+    said = [r for r in logged_by_prepare_server_args(argv)
+            if "SGLANG_RUST_SERVER" in r.getMessage()]
+    if expected is None:
+        assert said == []
+    else:
+        assert [r.levelno for r in said] == [logging.WARNING]
+        assert "harmony-ext's parser is not in use" in said[0].getMessage()
+        assert expected in said[0].getMessage()
+
+
+@pytest.mark.parametrize("main", ["sglang.launch_server", "sglang_ext.launch_server"])
+def test_says_when_tokenizer_workers_cannot_load_harmony_ext(gpt_oss_model_dir: Path,
+                                                             monkeypatch, main: str) -> None:
+    monkeypatch.delenv("SGLANG_RUST_SERVER", raising=False)
+    monkeypatch.setattr(sys.modules["__main__"], "__spec__", SimpleNamespace(name=main))
+    said = [r for r in logged_by_prepare_server_args(
+        ["--model-path", str(gpt_oss_model_dir), "--tool-call-parser", NAME,
+         "--reasoning-parser", NAME, "--tokenizer-worker-num", "2"])
+        if "--tokenizer-worker-num" in r.getMessage()]
+    if plugin.version_tuple(plugin.sglang_version()) >= (0, 5, 23) or main.startswith("sglang_ext"):
+        # 0.5.23 runs the app SGLANG_HTTP_SERVER_APP_PATH names (ours); our launcher's module
+        # is re-imported by the workers.
+        assert said == []
+    else:
+        assert [r.levelno for r in said] == [logging.WARNING]
+        assert "python -m sglang_ext.launch_server" in said[0].getMessage()
 
 
 # -- <|call|>: SGLang's detokenizer keeps it for harmony-ext as for gpt-oss --------------------
@@ -155,6 +228,14 @@ def test_children_spawned_by_the_launcher_register() -> None:
 
 def test_register_points_tokenizer_workers_at_an_app_that_loads_plugins(monkeypatch) -> None:
     monkeypatch.delenv(plugin.APP_ENV, raising=False)
+    if plugin.version_tuple(plugin.sglang_version()) < (0, 5, 23):
+        # SGLang 0.5.22's workers import "sglang.srt.entrypoints.http_server:app", a fixed name:
+        # the plugin says so and changes nothing (the README points to sglang_ext.launch_server).
+        assert plugin.point_workers_at_our_app() == (
+            "not covered: this SGLang has no SGLANG_HTTP_SERVER_APP_PATH; with "
+            "--tokenizer-worker-num > 1 start through python -m sglang_ext.launch_server")
+        assert plugin.APP_ENV not in os.environ
+        return
     assert plugin.point_workers_at_our_app() == f"{plugin.APP_ENV}={plugin.APP_PATH}"
     assert os.environ[plugin.APP_ENV] == plugin.APP_PATH
     from sglang.srt.environ import envs
