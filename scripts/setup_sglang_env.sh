@@ -11,7 +11,7 @@
 # SGLang's own requirements pull CUDA kernels and several GB we cannot use, so sglang is installed
 # with --no-deps and only the modules the tested code paths import are added. Idempotent: the stamp
 # VENV/.ok (scripts/venv.sh) records the requirement set; a second run with the same set does
-# nothing. One line per step; pip's full log goes to VENV/setup.log, named when a step fails.
+# nothing. One line per step; the steps' output goes to .cache/logs/, named when a step fails.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,8 +36,7 @@ case "$VERSION" in
        exit 2 ;;
 esac
 VENV="${SGLANG_VENV:-$DEFAULT_VENV}"
-LOG="$VENV/setup.log"  # pip's full log (--log) and every step's output
-ERR="$VENV/setup.err"  # the current step's errors, shown when it fails
+LOG="$ROOT/.cache/logs/setup_sglang_env-$VERSION.log"  # every step's output, named on failure
 SGLANG_REQ="sglang==$VERSION"
 # One consistent torch set: the serving classes and the detokenizer import torchvision (through
 # sglang.srt.configs), and PyPI's torchvision is built against the CUDA torch, so the CPU torch
@@ -61,36 +60,19 @@ if ((!FORCE)) && venv_current "$VENV" "$STAMP"; then
 fi
 
 start=$SECONDS
-step() {  # step WHAT COMMAND...: one line per step; the command's output goes to the log
-    local what="$1" t0=$SECONDS status=0
-    shift
-    printf 'setup_sglang_env: %s ... ' "$what"
-    echo "==== $what: $*" >>"$LOG"
-    "$@" >>"$LOG" 2>"$ERR" || status=$?
-    cat "$ERR" >>"$LOG"
-    if ((status == 0)); then
-        echo "ok ($((SECONDS - t0)) s)"
-        return
-    fi
-    echo "FAILED after $((SECONDS - t0)) s"
-    echo "setup_sglang_env: pip's full log is $LOG; the step's last words:"
-    tail -n 15 "$ERR" | sed 's/^/    /'
-    exit 1
-}
-
 mkdir -p "$VENV"
-: >"$LOG"
-echo "setup_sglang_env: SGLang $VERSION into $VENV (log: $LOG)"
-step "create the venv" venv_open "$VENV" "$PYTHON"
-PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --log "$LOG")
+venv_log "$LOG"
+echo "setup_sglang_env: SGLang $VERSION into $VENV"
+venv_step "create the venv" venv_open "$VENV" "$PYTHON"
+PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
 # --no-deps: sglang's own requirements are CUDA kernels this CPU install leaves out.
-step "install $SGLANG_REQ (without its CUDA requirements)" "${PIP[@]}" --no-deps "$SGLANG_REQ"
-step "install torch, transformers and the modules SGLang's parsers import" \
+venv_step "install $SGLANG_REQ (without its CUDA requirements)" "${PIP[@]}" --no-deps "$SGLANG_REQ"
+venv_step "install torch, transformers and the modules SGLang's parsers import" \
     "${PIP[@]}" "${DEPS[@]}" "${TEST_DEPS[@]}"
-step "install harmony-ext (editable)" "${PIP[@]}" -e "$ROOT"
+venv_step "install harmony-ext (editable)" "${PIP[@]}" -e "$ROOT"
 
 # Prove the modules the adapter and its tests rely on import before declaring success.
-step "import SGLang's parser, plugin, serving and detokenizer modules" "$VENV/bin/python" - <<'EOF'
+venv_step "import SGLang's parser, plugin, serving and detokenizer modules" "$VENV/bin/python" - <<'EOF'
 import importlib
 
 for name in [
