@@ -17,6 +17,9 @@ What it installs (docs/sglang-internals.md has the why of each):
   for ``harmony-ext`` as SGLang does for ``gpt-oss`` (a call cut without it is accepted anyway);
 * AROUND ``OpenAIServingChat._render_and_encode_chat_template``: control-token spellings in
   message text are tokenized as text (:mod:`sglang_ext.prompt`);
+* AROUND ``OpenAIServingChat._apply_jinja_template``: gpt-oss prompts are rendered with
+  ``openai_harmony``, the history as the model wrote it (:mod:`sglang_ext.history`), and
+  AROUND ``OpenAIServingChat.handle_request``: a message's ``reasoning`` key is kept;
 * ``SGLANG_HTTP_SERVER_APP_PATH`` (when unset): tokenizer workers (``--tokenizer-worker-num``
   > 1) do not load plugins, so they import :mod:`sglang_ext.http_app`, which does.
 
@@ -216,6 +219,8 @@ def _positional(args: tuple[Any, ...], target: str, name: str) -> Any:
 
 def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]:
     """(what, target, hook, kind, why missing) for each hook."""
+    from .history import HANDLE, apply_template, carry_reasoning
+    from .history import TARGET as APPLY_TEMPLATE
     from .prompt import render_and_encode
 
     points = [
@@ -223,6 +228,8 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
         ("tools to has_tool_call", TOOL_INIT, bind_tool_parser_tools, "AFTER"),
         ("keep <|call|>", DETOKENIZER_INIT, keep_call_token, "AFTER"),
         ("prompt control tokens as text", RENDER, render_and_encode, "AROUND"),
+        ("gpt-oss prompts rendered as Harmony", APPLY_TEMPLATE, apply_template, "AROUND"),
+        ("'reasoning' kept in messages", HANDLE, carry_reasoning, "AROUND"),
     ]
     out = []
     for what, target, hook, kind in points:
