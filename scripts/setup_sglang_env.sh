@@ -28,7 +28,7 @@ DEPS=(
   gguf dill einops uvloop jsonschema setproctitle
   fastapi uvicorn "oss-harmony==0.0.11" python-multipart soundfile
 )
-TEST_DEPS=(pytest hypothesis)
+TEST_DEPS=(pytest hypothesis "tiktoken>=0.8")
 
 # The marker content is the full requirement set; any change re-runs the install.
 WANT="$(printf '%s\n' "$PYTHON" "$SGLANG_REQ" "${DEPS[@]}" "${TEST_DEPS[@]}" "-e $ROOT")"
