@@ -46,7 +46,14 @@ _logged: set[str] = set()
 
 
 class Unsupported(Exception):
-    """The request holds something this rendering cannot represent (the message says what)."""
+    """The request holds something this rendering cannot represent (the message says what).
+
+    ``kind`` keys the once-only log line where the message holds client-chosen values.
+    """
+
+    def __init__(self, message: str, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind or message
 
 
 def _once(key: str, message: str, *args: Any) -> None:
@@ -83,7 +90,7 @@ def apply_template(original: Callable[..., Any], self: Any, *args: Any, **kwargs
             raise Unsupported("the model is served as multimodal")
         ids = render_request(request, tools)
     except Unsupported as e:
-        _once(f"fallback:{e}", "harmony-ext: %s; such requests are rendered by SGLang's chat "
+        _once(f"fallback:{e.kind}", "harmony-ext: %s; such requests are rendered by SGLang's chat "
               "template instead of openai_harmony", e)
         return original(self, *args, **kwargs)
     _once("active", "harmony-ext: rendering gpt-oss chat prompts itself with openai_harmony "
@@ -139,7 +146,8 @@ def render_request(request: Any, tools: list[dict[str, Any]] | None) -> list[int
     template_kwargs = dict(getattr(request, "chat_template_kwargs", None) or {})
     unknown = sorted(set(template_kwargs) - KNOWN_TEMPLATE_KWARGS)
     if unknown:
-        raise Unsupported(f"chat_template_kwargs {unknown} are for the chat template")
+        raise Unsupported(f"chat_template_kwargs {unknown} are for the chat template",
+                          kind="chat_template_kwargs")
     effort = getattr(request, "reasoning_effort", None) or template_kwargs.get("reasoning_effort")
     messages = [m.model_dump(exclude_none=True) if hasattr(m, "model_dump") else dict(m)
                 for m in request.messages]
@@ -147,12 +155,51 @@ def render_request(request: Any, tools: list[dict[str, Any]] | None) -> list[int
                   model_identity=template_kwargs.get("model_identity"))
 
 
-@functools.cache
-def encoding() -> Any:
-    """The gpt-oss Harmony encoding (loaded once; its vocabulary may need a download)."""
-    from openai_harmony import HarmonyEncodingName, load_harmony_encoding
+VOCAB_ENV = "TIKTOKEN_ENCODINGS_BASE"
 
-    return load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+
+@functools.cache
+def loaded_encoding() -> tuple[Any, str | None]:
+    """(the gpt-oss Harmony encoding, None) or (None, why not); tried once per process.
+
+    openai_harmony downloads ``o200k_base.tiktoken`` unless ``TIKTOKEN_ENCODINGS_BASE`` names
+    a folder holding it. Offline, and with that variable unset, the file is rebuilt from the
+    vocabulary harmony-ext ships (checked against its published sha256) and the variable set.
+    """
+    import openai_harmony
+
+    def load() -> Any:
+        return openai_harmony.load_harmony_encoding(
+            openai_harmony.HarmonyEncodingName.HARMONY_GPT_OSS)
+
+    try:
+        return load(), None
+    except Exception as first:
+        if os.environ.get(VOCAB_ENV):
+            return None, f"{type(first).__name__}: {first}"
+        try:
+            import tempfile
+            from pathlib import Path
+
+            from harmony_plugins.o200k import write_tiktoken_file
+
+            folder = Path(tempfile.mkdtemp(prefix="harmony-ext-vocab-"))
+            write_tiktoken_file(folder / "o200k_base.tiktoken")
+            os.environ[VOCAB_ENV] = str(folder)
+            encoding = load()
+        except Exception as e:
+            return None, f"{type(first).__name__}: {first}; offline vocabulary: {e}"
+        logger.info("harmony-ext: openai_harmony could not load its vocabulary (%s); using "
+                    "harmony-ext's offline copy (%s=%s)", first, VOCAB_ENV, folder)
+        return encoding, None
+
+
+def encoding() -> Any:
+    """The gpt-oss Harmony encoding, or :class:`Unsupported` saying why it cannot load."""
+    enc, problem = loaded_encoding()
+    if enc is None:
+        raise Unsupported(f"openai_harmony cannot load the gpt-oss encoding ({problem})")
+    return enc
 
 
 def text_of(content: Any, role: str, *, thinking: list[str] | None = None) -> str:
@@ -206,16 +253,14 @@ def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *
         ToolDescription,
     )
 
-    try:
-        enc = encoding()
-    except Exception as e:
-        raise Unsupported(f"openai_harmony cannot load the gpt-oss encoding ({e})") from e
+    enc = encoding()
     if not messages:
         raise Unsupported("the request has no messages")
     if messages[-1].get("role") == "assistant":
         raise Unsupported("the last message is from the assistant")
     if reasoning_effort is not None and reasoning_effort not in EFFORTS:
-        raise Unsupported(f"reasoning_effort {reasoning_effort!r} has no Harmony equivalent")
+        raise Unsupported(f"reasoning_effort {reasoning_effort!r} has no Harmony equivalent",
+                          kind="reasoning_effort")
 
     # Leading system/developer messages become the developer instructions, as in gpt-oss's
     # template; later ones stay where they are, as developer messages.

@@ -383,6 +383,37 @@ def test_what_harmony_cannot_represent_is_left_to_sglang(messages: list[dict[str
         render([{"role": "user", "content": USER}], None, reasoning_effort="max")
 
 
+def test_offline_the_vocabulary_comes_from_harmony_ext(monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Path) -> None:
+    """openai_harmony downloads its vocabulary; offline the shipped copy is written for it."""
+    import tempfile
+
+    import openai_harmony
+
+    from sglang_ext import history
+
+    real = openai_harmony.load_harmony_encoding
+    folders: list[str] = []
+
+    def load(name: Any) -> Any:
+        folders.append(os.environ.get("TIKTOKEN_ENCODINGS_BASE", ""))
+        if not folders[-1]:
+            raise RuntimeError("no network")
+        return real(name)
+
+    monkeypatch.setenv("TIKTOKEN_ENCODINGS_BASE", "")
+    monkeypatch.setattr(openai_harmony, "load_harmony_encoding", load)
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda prefix: str(tmp_path))
+    history.loaded_encoding.cache_clear()
+    try:
+        enc, problem = history.loaded_encoding()
+    finally:
+        history.loaded_encoding.cache_clear()
+    assert problem is None and enc is not None
+    assert folders == ["", str(tmp_path)]
+    assert (tmp_path / "o200k_base.tiktoken").stat().st_size > 1_000_000
+
+
 def test_zz_write_doc(tmp_path: Path) -> None:
     """Render docs/multi-turn-sglang.md (into the checkout only with HARMONY_EXT_WRITE_DOCS=1)."""
     from importlib.metadata import version
