@@ -343,6 +343,30 @@ def test_continue_final_message_falls_back_to_sglang(sglang_chat: Any, encoding:
     assert len(said) == 1, said  # once, however often
 
 
+def test_hooks_installed_once() -> None:
+    """Both hooks are on after SGLang's plugin loader, and a second registration adds none."""
+    from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
+    from sglang.srt.plugins import load_plugins
+    from sglang.srt.plugins.hook_registry import HookRegistry
+
+    from sglang_ext import history, plugin
+
+    assert plugin.status["gpt-oss prompts rendered as Harmony"] == "on", plugin.status
+    assert plugin.status["'reasoning' kept in messages"] == "on", plugin.status
+    plugin._registered = False  # as if a second copy of the entry point ran
+    plugin.register()
+    load_plugins()
+    HookRegistry.apply_hooks()
+    for target in (history.TARGET, history.HANDLE):
+        assert [h for _, h, _ in HookRegistry._hooks[target]] in (
+            [history.apply_template], [history.carry_reasoning])
+    for method in (OpenAIServingChat._apply_jinja_template, OpenAIServingChat.handle_request):
+        depth = 0
+        while hasattr(method, "__wrapped__"):
+            method, depth = method.__wrapped__, depth + 1
+        assert depth == 1
+
+
 def test_sglang_drops_a_reasoning_key_itself() -> None:
     """Why the raw request is read: SGLang's message model has no ``reasoning`` field."""
     from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
