@@ -310,6 +310,32 @@ def test_analysis_is_dropped_after_a_final_answer(sglang_chat: Any, encoding: An
     assert tail == want
 
 
+def test_tool_choice_keeps_the_rendering(sglang_chat: Any, encoding: Any) -> None:
+    """``required`` and a named tool render the same history (the named one lists only itself,
+    as SGLang passes it)."""
+    messages = history(sglang_chat, ROUND_TRIPS[3])
+    tools = [WEATHER, SHELL]
+    auto = prompt_ids(sglang_chat, messages, tools)
+    assert prompt_ids(sglang_chat, messages, tools, tool_choice="required") == auto
+    named = prompt_ids(sglang_chat, messages, tools,
+                       tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    assert split(named, encoding)[1] == split(auto, encoding)[1]
+    assert "type shell = " in encoding.decode(auto)
+    assert "type shell = " not in encoding.decode(named)
+
+
+def test_says_once_that_it_renders_the_prompt(sglang_chat: Any,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    from sglang_ext import history as module
+
+    module._logged.discard("active")
+    with caplog.at_level("INFO", logger="sglang_ext"):
+        for _ in range(2):
+            prompt_ids(sglang_chat, [{"role": "user", "content": USER}], [WEATHER])
+    said = [r.getMessage() for r in caplog.records if "openai_harmony" in r.getMessage()]
+    assert len(said) == 1 and "rendering gpt-oss chat prompts itself" in said[0], said
+
+
 def test_without_harmony_ext_sglang_renders_the_template(sglang_chat: Any,
                                                          encoding: Any) -> None:
     """Other parsers selected: SGLang's own chat-template path, untouched (the stand-in
