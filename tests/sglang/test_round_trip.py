@@ -310,6 +310,25 @@ def test_analysis_is_dropped_after_a_final_answer(sglang_chat: Any, encoding: An
     assert tail == want
 
 
+def test_analysis_of_every_step_is_carried_until_a_final_answer(encoding: Any) -> None:
+    """Two tool steps in a row: both analyses stay (no final answer in between)."""
+    from sglang_ext.history import render
+
+    def step(i: int, thought: str, arguments: str) -> list[dict[str, Any]]:
+        return [{"role": "assistant", "reasoning_content": thought, "tool_calls": [
+                    {"id": f"c{i}", "type": "function",
+                     "function": {"name": "get_weather", "arguments": arguments}}]},
+                {"role": "tool", "tool_call_id": f"c{i}", "content": f"r{i}"}]
+
+    messages = [{"role": "user", "content": USER}, *step(1, "First Paris.", PARIS),
+                *step(2, "Now Oslo.", OSLO)]
+    _, tail = split(render(messages, [WEATHER]), encoding)
+    assert tail == token_ids(encoding, [
+        *user(USER), *analysis("First Paris."), *call("get_weather", PARIS),
+        *result("get_weather", "r1"), *analysis("Now Oslo."), *call("get_weather", OSLO),
+        *result("get_weather", "r2"), START, "assistant"])
+
+
 def test_tool_choice_keeps_the_rendering(sglang_chat: Any, encoding: Any) -> None:
     """``required`` and a named tool render the same history (the named one lists only itself,
     as SGLang passes it)."""
