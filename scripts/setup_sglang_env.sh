@@ -50,7 +50,7 @@ DEPS=(
   gguf dill einops uvloop jsonschema setproctitle
   fastapi uvicorn "oss-harmony==0.0.11" python-multipart soundfile
 )
-TEST_DEPS=(pytest hypothesis)
+TEST_DEPS=(pytest hypothesis "tiktoken>=0.8")
 
 source "$ROOT/scripts/venv.sh"
 STAMP="$(venv_stamp "$PYTHON" "$SGLANG_REQ" "${DEPS[*]}" "${TEST_DEPS[*]}")"

@@ -20,6 +20,9 @@ What it installs (docs/sglang-internals.md has the why of each):
 * AFTER ``prepare_server_args``: with a ``harmony-ext`` parser selected, warn when the
   server will not use it: ``SGLANG_RUST_SERVER`` on (the Rust server parses the output itself),
   or several tokenizer workers on an SGLang whose workers cannot load plugins (0.5.22);
+* AROUND ``OpenAIServingChat._apply_jinja_template``: gpt-oss prompts are rendered with
+  ``openai_harmony``, the history as the model wrote it (:mod:`sglang_ext.history`), and
+  AROUND ``OpenAIServingChat.handle_request``: a message's ``reasoning`` key is kept;
 * ``SGLANG_HTTP_SERVER_APP_PATH`` (when unset): tokenizer workers (``--tokenizer-worker-num``
   > 1) do not load plugins, so they import :mod:`sglang_ext.http_app`, which does.
 
@@ -264,6 +267,8 @@ def _positional(args: tuple[Any, ...], target: str, name: str) -> Any:
 
 def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]:
     """(what, target, hook, kind, why missing) for each hook."""
+    from .history import HANDLE, apply_template, carry_reasoning
+    from .history import TARGET as APPLY_TEMPLATE
     from .prompt import render_and_encode
 
     points = [
@@ -272,6 +277,8 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
         ("keep <|call|>", DETOKENIZER_INIT, keep_call_token, "AFTER"),
         ("prompt control tokens as text", RENDER, render_and_encode, "AROUND"),
         ("warn when the server will not use it", PREPARE_ARGS, warn_if_bypassed, "AFTER"),
+        ("gpt-oss prompts rendered as Harmony", APPLY_TEMPLATE, apply_template, "AROUND"),
+        ("'reasoning' kept in messages", HANDLE, carry_reasoning, "AROUND"),
     ]
     out = []
     for what, target, hook, kind in points:

@@ -191,10 +191,24 @@ class ChatResult:
 RunChat = Callable[..., ChatResult]
 
 
+def raw_request(body: dict[str, Any]) -> Any:
+    """A Starlette request holding ``body`` as JSON, as the HTTP server passes it along."""
+    from starlette.requests import Request
+
+    data = json.dumps(body).encode()
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": data, "more_body": False}
+
+    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": [],
+             "query_string": b""}
+    return Request(scope, receive)
+
+
 @pytest.fixture(scope="session")
 def sglang_chat(gpt_oss_model_dir: Path) -> RunChat:
     """Returns ``run(deltas, *, stream, tools=None, messages=None, tool_parser, reasoning_parser,
-    chat_template)``.
+    chat_template, send_raw)`` (``send_raw``: the raw HTTP request too, as the server has it).
 
     Builds real ServerArgs/TemplateManager/OpenAIServingChat (about 10 s, once per parser pair);
     only the model is scripted.
@@ -251,6 +265,7 @@ def sglang_chat(gpt_oss_model_dir: Path) -> RunChat:
         tool_parser: str | None = "gpt-oss",
         reasoning_parser: str | None = "gpt-oss",
         chat_template: str = HARMONY_TEST_TEMPLATE,
+        send_raw: bool = False,
         **request: Any,
     ) -> ChatResult:
         args, templates = setup(tool_parser, reasoning_parser, chat_template)
@@ -268,7 +283,8 @@ def sglang_chat(gpt_oss_model_dir: Path) -> RunChat:
             body["tools"] = tools
 
         async def go() -> ChatResult:
-            response = await chat.handle_request(ChatCompletionRequest(**body), None)
+            raw = raw_request(body) if send_raw else None  # what FastAPI hands the server
+            response = await chat.handle_request(ChatCompletionRequest(**body), raw)
             if not stream:
                 if hasattr(response, "model_dump"):
                     return ChatResult(response.model_dump(), [], manager)

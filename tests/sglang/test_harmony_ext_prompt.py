@@ -2,7 +2,10 @@
 
 Through SGLang's real ``OpenAIServingChat`` prompt path (HF chat template rendered to text, then
 tokenized), with the harmony-ext parsers selected versus SGLang's own ``gpt-oss`` parsers, on the
-same template and messages. docs/sglang-prompt-side.md records the finding.
+same template and messages. docs/sglang-prompt-side.md records the finding. With harmony-ext,
+gpt-oss prompts are rendered with openai_harmony (tests/sglang/test_round_trip.py); these tests
+keep the chat-template path (``HARMONY_EXT_CHAT_TEMPLATE=1``, also where a request falls back
+to it), where the guard applies.
 """
 
 from __future__ import annotations
@@ -48,6 +51,11 @@ WEATHER = {
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
     },
 }
+
+
+@pytest.fixture(autouse=True)
+def chat_template_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARMONY_EXT_CHAT_TEMPLATE", "1")
 
 
 def prompt_ids(sglang_chat, parser: str, messages: list[dict[str, Any]], **kw: Any) -> list[int]:
