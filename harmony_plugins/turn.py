@@ -57,6 +57,12 @@ def switch(value: str | None) -> bool:
     return value is not None and value.strip().lower() in SWITCH_ON
 
 
+def pass_undeclared(environ: Mapping[str, str], *names: str) -> bool:
+    """The pass-undeclared switch from an environment: ``HARMONY_EXT_PASS_UNDECLARED``, or
+    any of the engine's own ``names`` for the same thing, turned on (see :func:`switch`)."""
+    return any(switch(environ.get(name)) for name in (PASS_UNDECLARED_ENV, *names))
+
+
 def _get(tool: Any, key: str) -> Any:
     return tool.get(key) if isinstance(tool, Mapping) else getattr(tool, key, None)
 

@@ -16,6 +16,8 @@ not import pydantic unless asked to, so the core stays free of it.
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -37,26 +39,45 @@ SLOTS = _slots()
 """``(set_dict, set_fields_set, set_extra, set_private)`` setters, or None (not pydantic v2)."""
 
 
-class Builder:
-    """``Builder(Model)(fields)``: a ``Model`` with exactly ``fields`` given, unvalidated."""
+_IMMUTABLE = (type(None), str, int, float, bool, bytes, tuple, frozenset)
 
-    __slots__ = ("cls", "defaults", "factories", "extra")
+
+class Builder:
+    """``Builder(Model)(fields)``: a ``Model`` with exactly ``fields`` given, unvalidated.
+
+    Defaults are what pydantic gives: immutable ones shared, mutable ones (a ``[]`` default)
+    copied per instance, factories called per instance. A build that does not give every
+    required field is refused (TypeError), never filled with pydantic's ``PydanticUndefined``.
+    """
+
+    __slots__ = ("cls", "defaults", "factories", "extra", "required")
 
     def __init__(self, cls: Any) -> None:
         self.cls = cls
         self.defaults: dict[str, Any] = {}
-        factories = []
+        factories: list[tuple[str, Callable[[], Any]]] = []
+        required = []
         for name, field in cls.model_fields.items():
-            if field.default_factory is not None:
+            if field.is_required():
+                required.append(name)
+                self.defaults[name] = None  # always given (checked per build)
+            elif field.default_factory is not None:
                 factories.append((name, field.default_factory))
                 self.defaults[name] = None  # placeholder, keeps the field order
-            else:
+            elif isinstance(field.default, _IMMUTABLE):
                 self.defaults[name] = field.default
+            else:
+                factories.append((name, functools.partial(copy.deepcopy, field.default)))
+                self.defaults[name] = None
         self.factories: tuple[tuple[str, Callable[[], Any]], ...] = tuple(factories)
         self.extra = cls.model_config.get("extra") == "allow"  # then extras are {} not None
+        self.required = frozenset(required)
 
     def __call__(self, given: dict[str, Any]) -> Any:
         assert SLOTS is not None
+        if self.required and not self.required <= given.keys():
+            missing = sorted(self.required - given.keys())
+            raise TypeError(f"{self.cls.__name__} needs {', '.join(missing)}")
         set_dict, set_fields, set_extra, set_private = SLOTS
         values = self.defaults | given
         for name, factory in self.factories:
