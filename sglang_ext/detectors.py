@@ -42,6 +42,7 @@ from sglang.srt.parser.reasoning_parser import (
 
 from harmony_adapters import metrics
 from harmony_plugins import Request, Step, Turn
+from harmony_plugins.header import tool_names
 from harmony_plugins.turn import pass_undeclared
 
 from . import link as links
@@ -73,20 +74,6 @@ def request_tools(request: Any) -> list[Any]:
         if getattr(message, "role", None) in ("root", "system", "developer"):
             tools.extend(getattr(message, "tools", None) or ())
     return tools
-
-
-def _names(tools: Iterable[Any] | None) -> set[str]:
-    out = set()
-    for tool in tools or ():
-        function = getattr(tool, "function", None)
-        if function is None and isinstance(tool, dict):
-            function = tool.get("function")
-        name = getattr(function, "name", None)
-        if name is None and isinstance(function, dict):
-            name = function.get("name")
-        if name:
-            out.add(name)
-    return out
 
 
 _warned: set[str] = set()
@@ -335,7 +322,7 @@ class HarmonyExtDetector(BaseFormatDetector):
         if pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS):
             return True
         if self._names is None:
-            self._names = _names(tools)
+            self._names = set(tool_names(tools))
         return name in self._names
 
     # -- whole output ------------------------------------------------------------------
