@@ -37,6 +37,7 @@ def _slots() -> tuple[Callable[[Any, Any], None], ...] | None:
 
 SLOTS = _slots()
 """``(set_dict, set_fields_set, set_extra, set_private)`` setters, or None (not pydantic v2)."""
+_set_dict, _set_fields, _set_extra, _set_private = SLOTS or (None,) * 4
 
 
 _IMMUTABLE = (type(None), str, int, float, bool, bytes, tuple, frozenset)
@@ -48,9 +49,11 @@ class Builder:
     Defaults are what pydantic gives: immutable ones shared, mutable ones (a ``[]`` default)
     copied per instance, factories called per instance. A build that does not give every
     required field is refused (TypeError), never filled with pydantic's ``PydanticUndefined``.
+    :attr:`build` is the same as calling the builder, as one plain function (adapters call it
+    once per decode step, where a method call's cost shows).
     """
 
-    __slots__ = ("cls", "defaults", "factories", "extra", "required")
+    __slots__ = ("cls", "defaults", "factories", "extra", "required", "build")
 
     def __init__(self, cls: Any) -> None:
         self.cls = cls
@@ -72,23 +75,46 @@ class Builder:
         self.factories: tuple[tuple[str, Callable[[], Any]], ...] = tuple(factories)
         self.extra = cls.model_config.get("extra") == "allow"  # then extras are {} not None
         self.required = frozenset(required)
+        self.build: Callable[[dict[str, Any]], Any] = self._compile()
 
     def __call__(self, given: dict[str, Any]) -> Any:
-        assert SLOTS is not None
-        if self.required and not self.required <= given.keys():
-            missing = sorted(self.required - given.keys())
-            raise TypeError(f"{self.cls.__name__} needs {', '.join(missing)}")
-        set_dict, set_fields, set_extra, set_private = SLOTS
-        values = self.defaults | given
-        for name, factory in self.factories:
-            if name not in given:
-                values[name] = factory()
-        obj = _new(self.cls)
-        set_dict(obj, values)
-        set_fields(obj, set(given))
-        set_extra(obj, {} if self.extra else None)
-        set_private(obj, None)
-        return obj
+        return self.build(given)
+
+    def _compile(self) -> Callable[[dict[str, Any]], Any]:
+        cls, defaults, factories, required = self.cls, self.defaults, self.factories, self.required
+        extra = self.extra
+
+        def build(given: dict[str, Any]) -> Any:
+            if required and not required <= given.keys():
+                missing = sorted(required - given.keys())
+                raise TypeError(f"{cls.__name__} needs {', '.join(missing)}")
+            values = defaults | given
+            for name, factory in factories:
+                if name not in given:
+                    values[name] = factory()
+            obj = _new(cls)
+            _set_dict(obj, values)
+            _set_fields(obj, set(given))
+            _set_extra(obj, {} if extra else None)
+            _set_private(obj, None)
+            return obj
+
+        if required or len(factories) != 1:
+            return build
+        ((only, factory),) = factories  # the usual shape (a list default): unrolled
+
+        def build_one_factory(given: dict[str, Any]) -> Any:
+            values = defaults | given
+            if only not in given:
+                values[only] = factory()
+            obj = _new(cls)
+            _set_dict(obj, values)
+            _set_fields(obj, set(given))
+            _set_extra(obj, {} if extra else None)
+            _set_private(obj, None)
+            return obj
+
+        return build_one_factory
 
 
 def agrees(pairs: Callable[[], list[tuple[Any, Any]]]) -> bool:

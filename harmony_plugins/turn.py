@@ -182,8 +182,8 @@ class Turn:
     def feed_ids(self, ids: Iterable[int], finish: str | None = None) -> Step:
         """One step's token ids; with ``finish`` (``"stop"``/``"length"``) the last one."""
         step = step_of((self._parser or self.parser).feed_ids(ids))
-        if step.leaks:
-            self._leaks.extend(step.leaks)
+        if step[5]:  # leaks
+            self._leaks.extend(step[5])
         if finish is not None:
             return join(step, self.close(finish))
         return step
@@ -191,8 +191,8 @@ class Turn:
     def feed_text(self, text: str, finish: str | None = None) -> Step:
         """One step's text (markers spelled literally); ``finish`` as in :meth:`feed_ids`."""
         step = step_of((self._parser or self.parser).feed_text(text))
-        if step.leaks:
-            self._leaks.extend(step.leaks)
+        if step[5]:  # leaks
+            self._leaks.extend(step[5])
         if finish is not None:
             return join(step, self.close(finish))
         return step

@@ -64,16 +64,26 @@ if not TRUSTED:
 build: Callable[[Any, dict[str, Any]], Any] = _trusted if TRUSTED else _validated
 """``build(cls, fields)``: an instance of a delta model with exactly these fields set."""
 
+_message: Callable[[dict[str, Any]], DeltaMessage] = (
+    _BUILDERS[DeltaMessage].build if TRUSTED else lambda given: DeltaMessage(**given))
+
 
 def delta_message(step: Step, include_reasoning: bool) -> DeltaMessage | None:
     """The ``DeltaMessage`` of a step (None when it shows nothing); ``include_reasoning``
     is the request's."""
+    reasoning, content, calls = step[0], step[1], step[2]
+    if not calls:  # most steps: one kind of text
+        if reasoning and include_reasoning:
+            if content:
+                return _message({"reasoning": reasoning, "content": content})
+            return _message({"reasoning": reasoning})
+        return _message({"content": content}) if content else None
     given: dict[str, Any] = {}
-    if step.reasoning and include_reasoning:
-        given["reasoning"] = step.reasoning
-    if step.content:
-        given["content"] = step.content
-    if step.calls:
+    if reasoning and include_reasoning:
+        given["reasoning"] = reasoning
+    if content:
+        given["content"] = content
+    if calls:
         given["tool_calls"] = [
             build(DeltaToolCall, {
                 "index": call.index, "function": build(DeltaFunctionCall, {

@@ -113,7 +113,14 @@ class HarmonyExtParser(HarmonyParser):
         *,
         finished: bool,
     ) -> DeltaMessage | None:
-        step = self._feed(delta_token_ids, request, finished)
+        turn = self._turn or self._start(request)
+        if finished:
+            step = turn.feed_ids(delta_token_ids, "stop")
+            self._fed += len(delta_token_ids)
+            self._ended(turn)
+        else:  # the decode step of every request: as little as possible
+            step = turn.feed_ids(delta_token_ids)
+            self._fed += len(delta_token_ids)
         return delta_message(step, request.include_reasoning)
 
     def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
