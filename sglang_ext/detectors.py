@@ -57,6 +57,7 @@ FORWARD_UNKNOWN_TOOLS = "SGLANG_FORWARD_UNKNOWN_TOOLS"
 """SGLang's own name for the pass-undeclared switch."""
 
 logger = logging.getLogger("sglang_ext")
+_current = links.CURRENT.get
 
 
 def new_turn(tools: Iterable[Any] | None, tool_choice: Any = None) -> Turn:
@@ -165,12 +166,10 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
     def _result(self, link: links.Link, step: Step, final: bool) -> ReasoningResult:
         if self.hands_off:
             link.hand(step)
-        result = ReasoningResult()
-        result.normal_text = step.content
-        reasoning = step.reasoning
+        reasoning = step[0]
         if self.stream_reasoning and not self._held:
-            result.reasoning_text = reasoning
-            return result
+            return ReasoningResult(step[1], reasoning)
+        result = ReasoningResult(step[1])
         if reasoning:
             self._held.append(reasoning)
         if self.stream_reasoning or step.content or step.calls or final:
@@ -224,8 +223,8 @@ class HarmonyExtDetector(BaseFormatDetector):
 
     def _linked(self) -> links.Link | None:
         """This call's link from our reasoning detector, checked; None: parse it ourselves."""
-        link = links.CURRENT.get()
-        if link is not None and link.claim(self):
+        link = _current()
+        if link is not None and (link is self._link or link.claim(self)):
             self._link = link
             return link
         if self._link is not None:  # linked before: this call came without it
@@ -242,9 +241,13 @@ class HarmonyExtDetector(BaseFormatDetector):
     # -- streaming ---------------------------------------------------------------------
 
     def parse_streaming_increment(self, new_text: str, tools: list[Any]) -> StreamingParseResult:
-        link = self._linked()
+        link = _current()
+        if link is None or link is not self._link:  # not the usual step: check the link
+            link = self._linked()
         if link is not None:
             steps = link.take(new_text)
+            if not steps:  # a step of reasoning: nothing for this detector
+                return streaming_result("", [])
         else:
             steps = [self._own_turn(tools).feed_text(new_text)]
         return self._stream(steps, tools)

@@ -25,6 +25,8 @@ CURRENT: contextvars.ContextVar[Link | None] = contextvars.ContextVar(
     "harmony_ext_link", default=None)
 """The link the reasoning detector of this task published last."""
 
+_publish = CURRENT.set
+
 LOST: dict[str, int] = {"missing": 0, "changed": 0}
 """Tool-detector calls that found no link, or a text other than the one handed over."""
 _said: set[str] = set()
@@ -59,11 +61,12 @@ class Link:
 
     def hand(self, step: Step) -> None:
         """Queue a step's content and calls for the tool detector, and publish the link."""
-        if step.content or step.calls or step.ended:
+        content = step[1]
+        if content or step[2] or step[3]:  # content, calls, ended
             self.steps.append(step)
-            if step.content:
-                self.handed = step.content if not self.handed else self.handed + step.content
-        CURRENT.set(self)
+            if content:
+                self.handed = content if not self.handed else self.handed + content
+        _publish(self)
 
     def take(self, text: str) -> list[Step]:
         """The queued steps, emptying the queue; ``text`` is what SGLang passed on."""
@@ -72,7 +75,6 @@ class Link:
                  "tool detector (%r, handed %r); the tool detector keeps the parse's view",
                  text[:40], self.handed[:40])
         self.handed = ""
-        CURRENT.set(None)  # taken: never read again by another detector
         steps = self.steps
         if steps:
             self.steps = []

@@ -20,8 +20,8 @@ from harmony_adapters import trusted
 
 logger = logging.getLogger("sglang_ext")
 
-_item = trusted.Builder(ToolCallItem)
-_result = trusted.Builder(StreamingParseResult)
+_item = trusted.Builder(ToolCallItem).build
+_result = trusted.Builder(StreamingParseResult).build
 
 
 def _trusted_result(normal_text: str, calls: list[ToolCallItem]) -> StreamingParseResult:
