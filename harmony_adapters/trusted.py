@@ -81,13 +81,14 @@ class Builder:
         return self.build(given)
 
     def _compile(self) -> Callable[[dict[str, Any]], Any]:
-        cls, defaults, factories, required = self.cls, self.defaults, self.factories, self.required
+        cls, defaults, factories = self.cls, self.defaults, self.factories
+        required = tuple(sorted(self.required))
         extra = self.extra
 
         def build(given: dict[str, Any]) -> Any:
-            if required and not required <= given.keys():
-                missing = sorted(required - given.keys())
-                raise TypeError(f"{cls.__name__} needs {', '.join(missing)}")
+            for name in required:
+                if name not in given:
+                    raise TypeError(f"{cls.__name__} needs {name}")
             values = defaults | given
             for name, factory in factories:
                 if name not in given:
@@ -99,8 +100,19 @@ class Builder:
             _set_private(obj, None)
             return obj
 
-        if required or len(factories) != 1:
+        if required or len(factories) > 1:
             return build
+        if not factories:  # plain defaults only: nothing to check or call per build
+
+            def build_plain(given: dict[str, Any]) -> Any:
+                obj = _new(cls)
+                _set_dict(obj, defaults | given)
+                _set_fields(obj, set(given))
+                _set_extra(obj, {} if extra else None)
+                _set_private(obj, None)
+                return obj
+
+            return build_plain
         ((only, factory),) = factories  # the usual shape (a list default): unrolled
 
         def build_one_factory(given: dict[str, Any]) -> Any:

@@ -64,20 +64,20 @@ if not TRUSTED:
 build: Callable[[Any, dict[str, Any]], Any] = _trusted if TRUSTED else _validated
 """``build(cls, fields)``: an instance of a delta model with exactly these fields set."""
 
-_message: Callable[[dict[str, Any]], DeltaMessage] = (
-    _BUILDERS[DeltaMessage].build if TRUSTED else lambda given: DeltaMessage(**given))
+
+def _builder(cls: Any) -> Callable[[dict[str, Any]], Any]:
+    return _BUILDERS[cls].build if TRUSTED else lambda given: cls(**given)
+
+
+_message = _builder(DeltaMessage)
+_tool_call = _builder(DeltaToolCall)
+_function = _builder(DeltaFunctionCall)
 
 
 def delta_message(step: Step, include_reasoning: bool) -> DeltaMessage | None:
     """The ``DeltaMessage`` of a step (None when it shows nothing); ``include_reasoning``
     is the request's."""
     reasoning, content, calls = step[0], step[1], step[2]
-    if not calls:  # most steps: one kind of text
-        if reasoning and include_reasoning:
-            if content:
-                return _message({"reasoning": reasoning, "content": content})
-            return _message({"reasoning": reasoning})
-        return _message({"content": content}) if content else None
     given: dict[str, Any] = {}
     if reasoning and include_reasoning:
         given["reasoning"] = reasoning
@@ -85,14 +85,10 @@ def delta_message(step: Step, include_reasoning: bool) -> DeltaMessage | None:
         given["content"] = content
     if calls:
         given["tool_calls"] = [
-            build(DeltaToolCall, {
-                "index": call.index, "function": build(DeltaFunctionCall, {
-                    "arguments": call.arguments})})
-            if call.id is None else
-            build(DeltaToolCall, {
-                "index": call.index, "id": call.id, "type": "function",
-                "function": build(DeltaFunctionCall, {"name": call.name,
-                                                      "arguments": call.arguments})})
-            for call in step.calls
+            _tool_call({"index": call[0], "function": _function({"arguments": call[3]})})
+            if call[1] is None else
+            _tool_call({"index": call[0], "id": call[1], "type": "function",
+                        "function": _function({"name": call[2], "arguments": call[3]})})
+            for call in calls
         ]
-    return build(DeltaMessage, given) if given else None
+    return _message(given) if given else None

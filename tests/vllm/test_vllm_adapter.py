@@ -278,6 +278,12 @@ def test_responses_segments_and_messages(parser_cls, tokenizer):
 
 def test_deltas_are_built_unvalidated_here_and_equal_validated_ones(parser_cls, tokenizer,
                                                                    monkeypatch):
+    from vllm.entrypoints.generate.base.protocol import (
+        DeltaFunctionCall,
+        DeltaMessage,
+        DeltaToolCall,
+    )
+
     from vllm_ext import deltas
 
     # With the pinned vLLM/pydantic the layout check passes, so the trusted path is the one
@@ -307,7 +313,9 @@ def test_deltas_are_built_unvalidated_here_and_equal_validated_ones(parser_cls, 
             fields_seen |= {tuple(sorted(d[1])) for d in trusted[text, size] if d}
     assert {("content",), ("reasoning",), ("tool_calls",)} <= fields_seen
 
-    monkeypatch.setattr(deltas, "build", deltas._validated)
+    monkeypatch.setattr(deltas, "_message", lambda given: DeltaMessage(**given))
+    monkeypatch.setattr(deltas, "_tool_call", lambda given: DeltaToolCall(**given))
+    monkeypatch.setattr(deltas, "_function", lambda given: DeltaFunctionCall(**given))
     for (text, size), want in trusted.items():
         assert [shape(d) for d in stream(text, size)] == want, (text, size)
 
