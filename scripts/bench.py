@@ -469,10 +469,10 @@ def git_state() -> str:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                                 capture_output=True, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--", "harmony_plugins",
-                                "vllm_ext", "sglang_ext"], cwd=ROOT, text=True,
-                               capture_output=True, check=True).stdout.strip()
-        return commit + (" (the checkout has uncommitted changes in harmony_plugins, vllm_ext "
-                         "or sglang_ext)" if dirty else "")
+                                "harmony_adapters", "vllm_ext", "sglang_ext"], cwd=ROOT,
+                               text=True, capture_output=True, check=True).stdout.strip()
+        return commit + (" (the checkout has uncommitted changes in harmony_plugins, "
+                         "harmony_adapters, vllm_ext or sglang_ext)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
