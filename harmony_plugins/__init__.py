@@ -20,6 +20,8 @@ from .events import (
 )
 from .openai import ChatResult
 from .parser import StreamParser, parse_ids, parse_text
+from .steps import CallDelta, Step
+from .turn import Request, Summary, Turn
 from .vocab import NotHarmonyTokenizer, Vocab
 
 try:
@@ -28,6 +30,7 @@ except PackageNotFoundError:  # running from a checkout that was not installed
     __version__ = "0+unknown"
 
 __all__ = [
+    "CallDelta",
     "ChatResult",
     "ContentText",
     "EndOfTurn",
@@ -36,10 +39,14 @@ __all__ = [
     "NotHarmonyTokenizer",
     "ReasoningText",
     "Recovery",
+    "Request",
+    "Step",
     "StreamParser",
+    "Summary",
     "ToolCallArguments",
     "ToolCallBegin",
     "ToolCallEnd",
+    "Turn",
     "Vocab",
     "parse_ids",
     "parse_text",

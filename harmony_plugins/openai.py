@@ -1,9 +1,9 @@
-"""Events to the OpenAI chat-completions view: streamed deltas and the final message.
+"""Steps to the OpenAI chat-completions view: streamed deltas and the final message.
 
-:class:`ChatResult` consumes events. ``add`` returns the delta for the events just added;
-``message`` returns the non-streamed message built from every event added so far. Both are
-built from the same events by plain concatenation, so the deltas always add up to the
-message.
+:class:`ChatResult` folds steps (:mod:`harmony_plugins.steps`). ``add`` returns the delta
+of the step just added; ``message`` returns the non-streamed message built from every step
+added so far. Both are built from the same steps by plain concatenation, so the deltas
+always add up to the message.
 """
 
 from __future__ import annotations
@@ -11,21 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .events import (
-    ContentText,
-    EndOfTurn,
-    Event,
-    LeakSuspected,
-    ReasoningText,
-    Recovery,
-    ToolCallArguments,
-    ToolCallBegin,
-    ToolCallEnd,
-)
+from .events import Event
+from .steps import Step, step_of
 
 
 class ChatResult:
-    """Accumulates one response's events into OpenAI chat deltas and a final message."""
+    """A fold over one response's steps: OpenAI chat deltas and the final message."""
 
     __slots__ = ("reasoning", "content", "calls", "finish_reason", "reason", "recoveries",
                  "outcomes", "leaks")
@@ -40,38 +31,31 @@ class ChatResult:
         self.outcomes: dict[str, int] = {}  # ToolCallEnd.outcome -> calls
         self.leaks: list[str] = []  # LeakSuspected excerpts
 
-    def add(self, events: Iterable[Event]) -> dict[str, Any] | None:
-        """Add events; return the chat delta they make (None when they make none).
+    def add(self, step: Step | Iterable[Event]) -> dict[str, Any] | None:
+        """Add a step (or the events of one); return the chat delta it makes, or None.
 
         The delta has ``reasoning`` and/or ``content`` strings and ``tool_calls`` items in
         OpenAI's streaming shape (the first item of a call carries id, type and name).
         """
-        events = list(events)
-        delta = chat_delta(events)
-        if delta is not None:
-            if "reasoning" in delta:
-                self.reasoning.append(delta["reasoning"])
-            if "content" in delta:
-                self.content.append(delta["content"])
-            for item in delta.get("tool_calls", ()):
-                if "id" in item:
-                    self.calls.append({"id": item["id"], "name": item["function"]["name"],
-                                       "arguments": []})
-                self.calls[item["index"]]["arguments"].append(item["function"]["arguments"])
-        for event in events:
-            cls = event.__class__
-            if cls is EndOfTurn:
-                self.finish_reason = event.finish_reason  # type: ignore[union-attr]
-                self.reason = event.reason  # type: ignore[union-attr]
-            elif cls is Recovery:
-                rule = event.rule  # type: ignore[union-attr]
-                self.recoveries[rule] = self.recoveries.get(rule, 0) + 1
-            elif cls is ToolCallEnd:
-                outcome = event.outcome  # type: ignore[union-attr]
-                self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
-            elif cls is LeakSuspected:
-                self.leaks.append(event.excerpt)  # type: ignore[union-attr]
-        return delta
+        if not isinstance(step, Step):
+            step = step_of(list(step))
+        if step.reasoning:
+            self.reasoning.append(step.reasoning)
+        if step.content:
+            self.content.append(step.content)
+        for call in step.calls:
+            if call.id is not None:
+                self.calls.append({"id": call.id, "name": call.name, "arguments": []})
+            self.calls[call.index]["arguments"].append(call.arguments)
+        for end in step.ended:
+            self.outcomes[end.outcome] = self.outcomes.get(end.outcome, 0) + 1
+        for recovery in step.recoveries:
+            self.recoveries[recovery.rule] = self.recoveries.get(recovery.rule, 0) + 1
+        self.leaks.extend(step.leaks)
+        if step.finish is not None:
+            self.finish_reason = step.finish.finish_reason
+            self.reason = step.finish.reason
+        return chat_delta(step)
 
     def message(self) -> dict[str, Any]:
         """The non-streamed result: reasoning, content, tool_calls, finish_reason."""
@@ -90,48 +74,28 @@ class ChatResult:
         }
 
 
-def chat_delta(events: Iterable[Event]) -> dict[str, Any] | None:
-    """The OpenAI chat delta that some events make (None when they make none).
+def chat_delta(step: Step | Iterable[Event]) -> dict[str, Any] | None:
+    """The OpenAI chat delta of a step (or of some events); None when it shows nothing.
 
-    ``reasoning`` and ``content`` are the events' texts joined; ``tool_calls`` has one item
-    per call touched, in OpenAI's streaming shape: a call's first item carries ``id``,
-    ``type`` and ``function.name``, later ones only ``function.arguments``. Engine adapters
-    build their own delta types from this.
+    ``reasoning`` and ``content`` are the step's texts; ``tool_calls`` has one item per call
+    touched, in OpenAI's streaming shape: a call's first item carries ``id``, ``type`` and
+    ``function.name``, later ones only ``function.arguments``.
     """
-    reasoning: list[str] = []
-    content: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
-    pieces: dict[int, list[str]] = {}  # argument pieces per call, joined once at the end
-    for event in events:
-        cls = event.__class__
-        if cls is ReasoningText:
-            reasoning.append(event.text)  # type: ignore[union-attr]
-        elif cls is ContentText:
-            content.append(event.text)  # type: ignore[union-attr]
-        elif cls is ToolCallArguments:
-            index = event.index  # type: ignore[union-attr]
-            if index not in calls:
-                calls[index] = {"index": index, "function": {"arguments": ""}}
-                pieces[index] = []
-            pieces[index].append(event.text)  # type: ignore[union-attr]
-        elif cls is ToolCallBegin:
-            calls[event.index] = {  # type: ignore[union-attr]
-                "index": event.index,  # type: ignore[union-attr]
-                "id": event.id,  # type: ignore[union-attr]
-                "type": "function",
-                "function": {"name": event.name, "arguments": ""},  # type: ignore[union-attr]
-            }
-            pieces[event.index] = []  # type: ignore[union-attr]
+    if not isinstance(step, Step):
+        step = step_of(list(step))
     delta: dict[str, Any] = {}
-    if reasoning:
-        delta["reasoning"] = "".join(reasoning)
-    if content:
-        delta["content"] = "".join(content)
-    if calls:
-        for index, parts in pieces.items():
-            if parts:
-                calls[index]["function"]["arguments"] = "".join(parts)
-        delta["tool_calls"] = list(calls.values())
+    if step.reasoning:
+        delta["reasoning"] = step.reasoning
+    if step.content:
+        delta["content"] = step.content
+    if step.calls:
+        delta["tool_calls"] = [
+            {"index": call.index, "id": call.id, "type": "function",
+             "function": {"name": call.name, "arguments": call.arguments}}
+            if call.id is not None else
+            {"index": call.index, "function": {"arguments": call.arguments}}
+            for call in step.calls
+        ]
     return delta or None
 
 

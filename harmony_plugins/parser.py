@@ -61,7 +61,7 @@ class StreamParser:
         the vocabulary are skipped and counted (``unknown_token``).
         """
         ids_input = self._ids
-        if ids_input is None:
+        if ids_input is None or self._closed:
             ids_input = self._ids = self._start_ids()
         out: list[Event] = []
         ids_input.feed(ids, self._machine, out)
@@ -72,7 +72,7 @@ class StreamParser:
         if text.__class__ is not str and not isinstance(text, str):
             raise TypeError(f"feed_text() takes a str, not {type(text).__name__}")
         text_input = self._text
-        if text_input is None:
+        if text_input is None or self._closed:
             text_input = self._text = self._start_text()
         out: list[Event] = []
         if text:
@@ -123,11 +123,15 @@ class StreamParser:
 
     def _start_ids(self) -> IdsInput:
         self._check_open(self._text, "feed_ids", "feed_text")
+        if self._ids is not None:
+            return self._ids
         vocab = self._encoding or Vocab.o200k_harmony()
         return IdsInput(vocab.table)
 
     def _start_text(self) -> TextInput:
         self._check_open(self._ids, "feed_text", "feed_ids")
+        if self._text is not None:
+            return self._text
         return TextInput()
 
     def _check_open(self, other: object, this: str, that: str) -> None:

@@ -85,14 +85,6 @@ SPLIT_MARKER = "split_marker"
 (``A<|`` + ``<|reserved_200010|>`` + ``end|>B``) is dropped; the text is that part
 (``end|>``), so the result is ``A<|B``."""
 
-ALL = (
-    NO_MARKUP, FINAL_WITHOUT_MESSAGE, HEADER_WITHOUT_MESSAGE, HEADER_RESTARTED, HEADER_JUNK,
-    UNFINISHED_HEADER, MISSING_END, STRAY_MARKER, IGNORED_TOKEN, UNKNOWN_TOKEN, FORGED_TURN,
-    AFTER_END_OF_TURN, AFTER_CALL, UNDECLARED_FUNCTION, UNDECLARED_RECIPIENT, BARE_RECIPIENT,
-    GLUED_CONTENT_TYPE, EMPTY_ARGUMENTS, AFTER_JSON_VALUE, CHANNEL_IN_ROLE, UNKNOWN_CHANNEL,
-    FREE_TEXT, EMPTY_RECIPIENT, CONTENT_TYPE_RECIPIENT, SPLIT_MARKER,
-)
-
 # Outcomes of a call's argument check, as carried by ToolCallEnd.outcome (contract section 4).
 SURFACED = "surfaced"
 """The arguments are a JSON object matching the declared schema (or no schema was declared)."""

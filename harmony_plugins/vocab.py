@@ -32,12 +32,10 @@ class Vocab:
     """Token id -> text, bytes or marker. Build with the class methods; share freely
     (read-only)."""
 
-    __slots__ = ("table", "specials", "name")
+    __slots__ = ("table", "name")
 
-    def __init__(self, table: list[str | bytes | int | None], specials: dict[str, int],
-                 name: str):
+    def __init__(self, table: list[str | bytes | int | None], name: str):
         self.table = table
-        self.specials = specials
         self.name = name
 
     def __repr__(self) -> str:
@@ -62,7 +60,7 @@ class Vocab:
                 table[token_id] = mk.IGNORED
         for spelling, token_id in specials.items():
             table[token_id] = mk.marker_for_spelling(spelling)
-        return cls(table, dict(specials), name)
+        return cls(table, name)
 
     @classmethod
     def o200k_harmony(cls) -> Vocab:

@@ -312,8 +312,10 @@ def snapshot(tmp: Path) -> tuple[Path, str]:
     this checkout's worker script. Returns the worker's path and a label for the report."""
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                             capture_output=True, check=True).stdout.strip()
-    archive = subprocess.run(["git", "archive", "HEAD", "harmony_plugins", "vllm_ext",
-                              "sglang_ext"], cwd=ROOT, capture_output=True, check=True).stdout
+    packages = [p for p in ("harmony_plugins", "harmony_adapters", "vllm_ext", "sglang_ext")
+                if (ROOT / p).is_dir()]
+    archive = subprocess.run(["git", "archive", "HEAD", *packages], cwd=ROOT,
+                             capture_output=True, check=True).stdout
     dest = tmp / "src"
     dest.mkdir()
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
@@ -467,10 +469,10 @@ def git_state() -> str:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                                 capture_output=True, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--", "harmony_plugins",
-                                "vllm_ext", "sglang_ext"], cwd=ROOT, text=True,
-                               capture_output=True, check=True).stdout.strip()
-        return commit + (" (the checkout has uncommitted changes in harmony_plugins, vllm_ext "
-                         "or sglang_ext)" if dirty else "")
+                                "harmony_adapters", "vllm_ext", "sglang_ext"], cwd=ROOT,
+                               text=True, capture_output=True, check=True).stdout.strip()
+        return commit + (" (the checkout has uncommitted changes in harmony_plugins, "
+                         "harmony_adapters, vllm_ext or sglang_ext)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 

@@ -263,16 +263,17 @@ class VllmDriver(Driver):
         except ImportError as e:
             raise Skip(f"not installed ({e})") from e
         names = ("harmony-ext", "harmony-ext") if ours else ("openai", "openai_gptoss")
-        if ours:
-            try:
-                from vllm_ext import plugin
-            except ImportError as e:
-                raise Skip(f"vllm_ext not available ({e})") from e
+        if ours:  # our own adapter failing to load is a failure, never a skip
+            from vllm_ext import plugin
+            from vllm_ext.harmony_parser import HarmonyExtParser
+
             plugin.register()
         self.tokenizer, _ = _hf_tokenizer()
         self.cls = ParserManager.get_parser(
             tool_parser_name=names[0], reasoning_parser_name=names[1], enable_auto_tools=True,
             model_name="gpt-oss", is_harmony=True, tokenizer=self.tokenizer)
+        if ours and not issubclass(self.cls, HarmonyExtParser):
+            raise RuntimeError(f"harmony-ext did not register: vLLM built {self.cls.__name__}")
         self.chat_request = ChatCompletionRequest(
             model="gpt-oss", messages=[{"role": "user", "content": "Go."}], tools=tools,
             stream=True)
@@ -347,18 +348,17 @@ class SglangDriver(Driver):
         except ImportError as e:
             raise Skip(f"not installed ({e})") from e
         parser = "gpt-oss"
-        if ours:
-            try:
-                from sglang_ext import plugin
-            except ImportError as e:
-                raise Skip(f"sglang_ext not available ({e})") from e
+        if ours:  # our own adapter failing to load is a failure, never a skip
             from sglang.srt.plugins import load_plugins
+
+            from sglang_ext import plugin
+
 
             load_plugins()  # as every SGLang process does; registers harmony-ext
             plugin.ensure_loaded()
             parser = "harmony-ext"
             if parser not in FunctionCallParser.ToolCallParserEnum:
-                raise Skip("sglang_ext not available (harmony-ext did not register)")
+                raise RuntimeError("harmony-ext did not register in SGLang")
         self.parser = parser
         self.tokenizer, folder = _hf_tokenizer()
         (folder / "config.json").write_text(json.dumps(SGLANG_CONFIG))

@@ -47,7 +47,7 @@ DEPS=(
   numpy orjson psutil pybase64 requests packaging pillow starlette msgspec pydantic pyzmq tqdm
   IPython aiohttp "$OPENAI" partial_json_parser regex "xgrammar==0.2.7"
   "transformers==5.19.0" "tokenizers==0.23.2" "sentencepiece==0.2.1" "compressed-tensors==0.18.0"
-  gguf dill einops uvloop jsonschema setproctitle
+  gguf dill einops uvloop jsonschema setproctitle "prometheus-client>=0.20.0"
   fastapi uvicorn "oss-harmony==0.0.11" python-multipart soundfile
 )
 TEST_DEPS=(pytest hypothesis "tiktoken>=0.8")

@@ -41,7 +41,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .detectors import NAME
+from .names import NAME, selected_parser, status
 
 MIN_VERSION = (0, 5, 22)
 CHECKED_VERSIONS = ("0.5.22", "0.5.23")
@@ -63,8 +63,6 @@ logger = logging.getLogger("sglang_ext")
 
 _HOOK_MARK = "_harmony_ext_hook"
 _registered = False
-status: dict[str, str] = {}
-"""What :func:`register` did in this process, by item (for logs and tests)."""
 
 
 def sglang_version() -> str:
@@ -200,8 +198,6 @@ def bind_tool_parser_tools(result: Any, *args: Any, **kwargs: Any) -> None:
 def keep_call_token(result: Any, *args: Any, **kwargs: Any) -> None:
     """AFTER ``DetokenizerManager.init_running_status``: keep ``<|call|>`` for harmony-ext."""
     manager = args[0] if args else None
-    from .detectors import selected_parser
-
     selected = selected_parser("tool_call_parser")
     if selected is None:  # no published config: fall back to the arguments given
         server_args = kwargs.get("server_args", args[1] if len(args) > 1 else None)

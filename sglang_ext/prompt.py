@@ -23,7 +23,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from .detectors import NAME
+from .names import NAME
 
 logger = logging.getLogger("sglang_ext")
 

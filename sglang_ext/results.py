@@ -3,9 +3,10 @@
 Both are pydantic models, and validating one costs more than our parse of the step (about
 0.9 us each; a ``StreamingParseResult`` left at its ``[]`` default, 1.6 us, because pydantic
 copies the default). The tool detector builds one per decode step per request, from strings
-and ints the parser produced, so they are built unvalidated (:mod:`harmony_plugins.trusted`)
+and ints the parser produced, so they are built unvalidated (:mod:`harmony_adapters.trusted`)
 once a check at import shows that this makes exactly what validation makes; otherwise (another
-pydantic or SGLang) validated, and a debug line says so.
+pydantic or SGLang) validated, and a debug line says so. This module is imported only once the
+plugin has checked SGLang (see :mod:`sglang_ext.plugin`).
 """
 
 from __future__ import annotations
@@ -15,23 +16,16 @@ from typing import Any
 
 from sglang.srt.function_call.core_types import StreamingParseResult, ToolCallItem
 
-from harmony_plugins import trusted
+from harmony_adapters import trusted
 
 logger = logging.getLogger("sglang_ext")
 
-_item = trusted.Builder(ToolCallItem)
-_new = object.__new__
-_set_dict, _set_fields, _set_extra, _set_private = trusted.SLOTS or (None,) * 4
+_item = trusted.Builder(ToolCallItem).build
+_result = trusted.Builder(StreamingParseResult).build
 
 
 def _trusted_result(normal_text: str, calls: list[ToolCallItem]) -> StreamingParseResult:
-    # One per decode step per request: trusted.Builder inlined.
-    obj = _new(StreamingParseResult)
-    _set_dict(obj, {"normal_text": normal_text, "calls": calls})
-    _set_fields(obj, {"normal_text", "calls"})
-    _set_extra(obj, None)
-    _set_private(obj, None)
-    return obj
+    return _result({"normal_text": normal_text, "calls": calls})
 
 
 def _trusted_item(index: int, parameters: str, name: str | None = None) -> ToolCallItem:

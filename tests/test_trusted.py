@@ -1,11 +1,11 @@
-"""harmony_plugins.trusted: unvalidated pydantic instances equal validated ones."""
+"""harmony_adapters.trusted: unvalidated pydantic instances equal validated ones."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harmony_plugins import trusted
+from harmony_adapters import trusted
 
 calls = []
 
@@ -76,3 +76,27 @@ def test_agrees_builds_the_samples_and_says_no_on_any_error():
         raise TypeError("a field this pydantic does not know")
 
     assert not trusted.agrees(broken)
+
+
+class Mutable(BaseModel):
+    calls: list = []  # noqa: RUF012 - the case under test: a mutable default, not a factory
+    meta: dict = {}  # noqa: RUF012
+
+
+def test_mutable_defaults_are_not_shared_between_instances():
+    build = trusted.Builder(Mutable)
+    a, b = build({}), build({})
+    a.calls.append(1)
+    a.meta["k"] = 1
+    assert b.calls == [] and b.meta == {} and Mutable().calls == []
+
+
+class Needs(BaseModel):
+    name: str
+
+
+def test_a_build_without_a_required_field_is_refused():
+    build = trusted.Builder(Needs)
+    with pytest.raises(TypeError, match="Needs needs name"):
+        build({})
+    assert trusted.same([(build({"name": "x"}), Needs(name="x"))])

@@ -1,7 +1,8 @@
 """vLLM's unified gpt-oss parser, driven by ``harmony_plugins`` instead of openai_harmony.
 
 vLLM asks its ``HarmonyParser`` for three things, and this subclass answers each from one
-:class:`harmony_plugins.StreamParser` per request, fed the token ids of each step once:
+:class:`harmony_plugins.Turn` per request, fed the token ids of each step once, translating
+the turn's steps into vLLM's types and deciding nothing about Harmony:
 
 * chat completions, streamed: ``parse_delta`` → a ``DeltaMessage`` per step;
 * chat completions, whole: ``parse`` → ``(reasoning, content, tool_calls)``;
@@ -17,8 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from openai_harmony import Message, Role
@@ -26,105 +26,69 @@ from vllm.entrypoints.generate.base.protocol import DeltaMessage, FunctionCall
 from vllm.parser.harmony import ChunkResult, HarmonyParser, Segment
 from vllm.renderers.chat_utils import make_tool_call_id
 
-from harmony_plugins import StreamParser, Vocab
+from harmony_adapters import metrics
+from harmony_plugins import Request, Step, Turn, Vocab
 from harmony_plugins import markers as mk
 from harmony_plugins.events import (
     ContentText,
     EndOfTurn,
-    Event,
     ReasoningText,
-    Recovery,
     ToolCallArguments,
     ToolCallBegin,
     ToolCallEnd,
 )
-from harmony_plugins.header import tool_names
-from harmony_plugins.openai import ChatResult
-from harmony_plugins.openai import chat_delta as openai_delta
+from harmony_plugins.turn import BUILTIN_NAMES, pass_undeclared
 
-from .deltas import arguments_delta, from_chat_delta, text_delta
+from .deltas import delta_message
 
 logger = logging.getLogger("vllm.harmony_ext")
 
-PASS_UNDECLARED = os.environ.get("HARMONY_EXT_PASS_UNDECLARED", "").lower() in ("1", "true")
-"""Server option: surface calls to ``functions.*`` names the request did not declare."""
-
-RECOVERIES: Counter[str] = Counter()
-"""Recovery rules applied in this process since start, by rule name."""
-
-# Responses API built-in tools, by tool type, and the recipients gpt-oss uses for them.
-BUILTIN_RECIPIENTS = {
-    "code_interpreter": ("python",),
-    "web_search_preview": ("browser.search", "browser.open", "browser.find"),
-    "container": ("container.exec",),
-}
-_BUILTIN_NAMES = frozenset(n for names in BUILTIN_RECIPIENTS.values() for n in names)
 # Markers after which the engine stops: the message being streamed is complete.
 _STOP_MARKERS = (mk.RETURN, mk.CALL, mk.END_OF_TEXT)
-
-
-def request_tool_names(tools: Iterable[Any] | None) -> frozenset[str]:
-    """The recipients a request declares: its functions, and its Responses built-in tools."""
-    if not tools:
-        return frozenset()
-    names = set(tool_names(tools))
-    for tool in tools:
-        kind = getattr(tool, "type", None) or (tool.get("type") if isinstance(tool, dict) else None)
-        names.update(BUILTIN_RECIPIENTS.get(kind, ()))
-        if kind == "namespace":  # Responses namespaces: flattened as vLLM does
-            from vllm.entrypoints.openai.responses.utils import extract_function_tool_names
-
-            names.update(extract_function_tool_names([tool]))
-    return frozenset(names)
 
 
 class HarmonyExtParser(HarmonyParser):
     """One request's parser (vLLM builds one per request and choice).
 
     Construction is cheap (vLLM builds throw-away instances just to adjust requests): the
-    token table comes from a per-tokenizer cache and the core parser starts on first use.
+    token table comes from a per-tokenizer cache and the turn starts on first use.
     """
 
     def __init__(self, tokenizer: Any, tools: Any = None, *args: Any, **kwargs: Any) -> None:
         super().__init__(tokenizer, tools, *args, **kwargs)
         self._vocab = Vocab.from_hf(tokenizer)
-        self._tools = request_tool_names(tools)
-        self._core: StreamParser | None = None  # this turn's parse; started on first use
+        self._tools = tools
+        self._turn: Turn | None = None  # this turn's parse; started on first use
         self._fed = 0  # ids fed to it
-        self._past_tokens = 0  # ids fed to earlier turns' parses (Responses reuses parsers)
+        self._past_tokens = 0  # ids fed to earlier turns (Responses reuses parsers)
         self._past_reasoning = 0
         self._open: _OpenItem | None = None  # Responses: the message being streamed
 
-    # -- the core parser ---------------------------------------------------------------
+    # -- the turn ----------------------------------------------------------------------
 
-    def _start(self, request: Any = None) -> StreamParser:
-        """Start this turn's parse; with ``tool_choice: "none"`` no call is surfaced."""
-        tools = self._tools
-        if getattr(request, "tool_choice", None) == "none":
-            tools = frozenset()  # a call the model writes anyway is counted as undeclared
-        core = self._core = StreamParser(tools, self._vocab, id_factory=make_tool_call_id,
-                                         pass_undeclared=PASS_UNDECLARED)
-        return core
+    def _start(self, request: Any = None) -> Turn:
+        """Start this turn from the request's tools, ``tool_choice`` and the server switch."""
+        tools = self._tools if self._tools is not None else getattr(request, "tools", None)
+        turn = self._turn = Turn(
+            Request(tools, getattr(request, "tool_choice", None),
+                    pass_undeclared(os.environ)),
+            self._vocab, id_factory=make_tool_call_id, observer=metrics.observe, log=logger)
+        return turn
 
-    def _close(self) -> list[Event]:
-        """End the turn: flush the parse, keep its counts, log its recoveries."""
-        core = self._core
-        if core is None:
-            return []
-        self._core = None
-        events = core.close()
+    def _feed(self, token_ids: Sequence[int], request: Any, finished: bool) -> Step:
+        turn = self._turn or self._start(request)
+        step = turn.feed_ids(token_ids, "stop" if finished else None)
+        self._fed += len(token_ids)
+        if finished:
+            self._ended(turn)
+        return step
+
+    def _ended(self, turn: Turn) -> None:
+        """The turn closed: keep its token counts (Responses reuses this parser)."""
+        self._turn = None
         self._past_tokens += self._fed
-        self._past_reasoning += core.reasoning_tokens
+        self._past_reasoning += turn.reasoning_tokens
         self._fed = 0
-        recovered = core.recoveries
-        if recovered:
-            RECOVERIES.update(recovered)
-            logger.info("harmony-ext recovered malformed model output: %s", recovered)
-            for event in events:
-                if event.__class__ is Recovery:
-                    logger.debug("harmony-ext %s dropped %r", event.rule,  # type: ignore[union-attr]
-                                 event.text[:200])  # type: ignore[union-attr]
-        return events
 
     # -- chat completions --------------------------------------------------------------
 
@@ -135,17 +99,10 @@ class HarmonyExtParser(HarmonyParser):
         enable_auto_tools: bool = False,
         model_output_token_ids: Sequence[int] = (),
     ) -> tuple[str | None, str | None, list[FunctionCall] | None]:
-        core = self._core or self._start(request)
-        events = core.feed_ids(model_output_token_ids)
-        self._fed += len(model_output_token_ids)
-        events += self._close()
-        result = ChatResult()
-        result.add(events)
-        message = result.message()
-        calls = [FunctionCall(id=call["id"], name=call["function"]["name"],
-                              arguments=call["function"]["arguments"])
-                 for call in message["tool_calls"]]
-        return message["reasoning"] or None, message["content"] or None, calls or None
+        step = self._feed(model_output_token_ids, request, finished=True)
+        # One feed: each call is whole in it (begun here, its arguments joined).
+        calls = [FunctionCall(id=c.id, name=c.name, arguments=c.arguments) for c in step.calls]
+        return step.reasoning or None, step.content or None, calls or None
 
     def parse_delta(
         self,
@@ -156,32 +113,22 @@ class HarmonyExtParser(HarmonyParser):
         *,
         finished: bool,
     ) -> DeltaMessage | None:
-        core = self._core or self._start(request)
-        events = core.feed_ids(delta_token_ids)
-        self._fed += len(delta_token_ids)
+        turn = self._turn or self._start(request)
         if finished:
-            events += self._close()
-        if len(events) == 1:  # the common step: one piece of text or of arguments
-            event = events[0]
-            cls = event.__class__
-            if cls is ContentText:
-                return text_delta("content", event.text)  # type: ignore[union-attr]
-            if cls is ReasoningText:
-                if not request.include_reasoning:
-                    return None
-                return text_delta("reasoning", event.text)  # type: ignore[union-attr]
-            if cls is ToolCallArguments:
-                return arguments_delta(event.index, event.text)  # type: ignore[union-attr]
-        elif not events:
-            return None
-        return chat_delta(events, request.include_reasoning)
+            step = turn.feed_ids(delta_token_ids, "stop")
+            self._fed += len(delta_token_ids)
+            self._ended(turn)
+        else:  # the decode step of every request: as little as possible
+            step = turn.feed_ids(delta_token_ids)
+            self._fed += len(delta_token_ids)
+        return delta_message(step, request.include_reasoning)
 
     def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
-        core = self._core
+        turn = self._turn
         if len(token_ids) == self._past_tokens + self._fed:
-            return self._past_reasoning + (core.reasoning_tokens if core is not None else 0)
-        fresh = StreamParser(self._tools, self._vocab)  # ids we did not see: count afresh
-        fresh.feed_ids(token_ids)
+            return self._past_reasoning + (turn.reasoning_tokens if turn is not None else 0)
+        fresh = Turn(Request(), self._vocab)  # ids we did not see: count afresh, unreported
+        fresh.parser.feed_ids(token_ids)
         return fresh.reasoning_tokens
 
     # -- the Responses API -------------------------------------------------------------
@@ -189,17 +136,17 @@ class HarmonyExtParser(HarmonyParser):
     def process_chunk(self, token_ids: Sequence[int]) -> ChunkResult:
         if not token_ids:
             return ChunkResult(segments=[], reasoning_token_count=0)
-        core = self._core or self._start()
-        before = core.reasoning_tokens
-        events = core.feed_ids(token_ids)
+        turn = self._turn or self._start()
+        before = turn.reasoning_tokens
+        step = turn.feed_ids(token_ids)
         self._fed += len(token_ids)
-        reasoning = core.reasoning_tokens - before
-        segments = self._segments(events)
+        segments = self._segments(step)
         if self._open is not None and self._stops(token_ids):
             # The engine stops here: complete the open message now, not in flush(); vLLM
             # marks the last message "incomplete" when flush() returns anything.
             self._switch_to(None, segments)
-        return ChunkResult(segments=segments, reasoning_token_count=reasoning)
+        return ChunkResult(segments=segments,
+                           reasoning_token_count=turn.reasoning_tokens - before)
 
     def _stops(self, token_ids: Sequence[int]) -> bool:
         """Whether the step ends with ``<|return|>``, ``<|call|>`` or ``<|endoftext|>``.
@@ -211,30 +158,34 @@ class HarmonyExtParser(HarmonyParser):
         return 0 <= last < len(table) and table[last] in _STOP_MARKERS
 
     def flush(self) -> list[Segment]:
-        return self._segments(self._close())
+        turn = self._turn
+        if turn is None:
+            return []
+        step = turn.close()
+        self._ended(turn)
+        return self._segments(step)
 
-    def _segments(self, events: list[Event]) -> list[Segment]:
-        """Events to Segments: deltas as they come, a completed Message per message."""
+    def _segments(self, step: Step) -> list[Segment]:
+        """A step's events to Segments: deltas as they come, a completed Message each."""
         out: list[Segment] = []
-        for event in events:
-            cls = event.__class__
-            if cls is ReasoningText or cls is ContentText:
-                default = "analysis" if cls is ReasoningText else "final"
-                channel = event.channel or default  # type: ignore[union-attr]
-                self._switch_to(("text", channel, None, None), out)
-                self._delta(event.text, out)  # type: ignore[union-attr]
-            elif cls is ToolCallBegin:
-                name = event.name  # type: ignore[union-attr]
-                recipient = name if name in _BUILTIN_NAMES else "functions." + name
-                content_type = event.content_type  # type: ignore[union-attr]
-                if content_type == "json":
-                    content_type = "<|constrain|>json"
-                self._switch_to(("call", event.channel or "commentary",  # type: ignore[union-attr]
-                                 recipient, content_type), out)
-            elif cls is ToolCallArguments:
-                self._delta(event.text, out)  # type: ignore[union-attr]
-            elif cls is ToolCallEnd or cls is EndOfTurn:
-                self._switch_to(None, out)
+        for event in step.events:
+            match event:
+                case ReasoningText(text=text, channel=channel):
+                    self._switch_to(("text", channel or "analysis", None, None), out)
+                    self._delta(text, out)
+                case ContentText(text=text, channel=channel):
+                    self._switch_to(("text", channel or "final", None, None), out)
+                    self._delta(text, out)
+                case ToolCallBegin(name=name, channel=channel, content_type=content_type):
+                    recipient = name if name in BUILTIN_NAMES else "functions." + name
+                    if content_type == "json":
+                        content_type = "<|constrain|>json"
+                    self._switch_to(("call", channel or "commentary", recipient,
+                                     content_type), out)
+                case ToolCallArguments(text=text):
+                    self._delta(text, out)
+                case ToolCallEnd() | EndOfTurn():
+                    self._switch_to(None, out)
         return out
 
     def _switch_to(self, key: tuple | None, out: list[Segment]) -> None:
@@ -251,16 +202,6 @@ class HarmonyExtParser(HarmonyParser):
         assert item is not None
         item.parts.append(text)
         out.append(Segment(channel=item.key[1], recipient=item.key[2], delta=text))
-
-
-def chat_delta(events: list[Event], include_reasoning: bool) -> DeltaMessage | None:
-    """Several events of one step as one chat ``DeltaMessage`` (None when they show nothing)."""
-    delta = openai_delta(events)
-    if delta is None:
-        return None
-    if not include_reasoning:
-        delta.pop("reasoning", None)
-    return from_chat_delta(delta) if delta else None
 
 
 class _OpenItem:
@@ -282,4 +223,3 @@ class _OpenItem:
             message = message.with_content_type(content_type)
         return Segment(channel=channel, recipient=recipient, delta="",
                        completed_message=message)
-

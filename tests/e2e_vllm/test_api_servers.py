@@ -114,3 +114,38 @@ def test_every_api_server_loads_the_plugin_and_serves(multi: tuple[str, Path]) -
         if processes_logging(log_path, RECOVERED) == want:
             break
     assert processes_logging(log_path, RECOVERED) == want
+
+
+def test_counters_add_up_across_api_servers(client: Any, multi: tuple[str, Path]) -> None:
+    """vLLM serves ``/metrics`` from prometheus_client's multiprocess mode here: what each
+    API-server process counted is added up, whichever process answers the scrape."""
+    from tests.e2e_vllm.metrics import SCRIPTED, expected_increase, increase, scrape
+
+    base_url, log_path = multi
+    before = scrape(base_url)
+    served_before = {p: n for p, n in served_counts(log_path).items()}
+    rounds = 0
+    for _ in range(8):  # the kernel spreads connections: until both processes served some
+        rounds += 1
+        for case, _ in SCRIPTED:
+            for stream in (False, True):
+                run = run_chat(client, case, stream=stream)
+                assert "error" not in run.outcome, run.outcome
+        served = served_counts(log_path)
+        if all(served.get(p, 0) > served_before.get(p, 0) for p in
+               (f"ApiServer_{i}" for i in range(SERVERS))):
+            break
+    assert all(served.get(p, 0) > served_before.get(p, 0)
+               for p in (f"ApiServer_{i}" for i in range(SERVERS))), served
+    for _ in range(2):  # any process may answer the scrape: each must show the sum
+        assert increase(before, scrape(base_url)) == expected_increase(rounds, per_request=2)
+
+
+def served_counts(log_path: Path) -> dict[str, int]:
+    """Recovery log lines per API-server process (one per response that needed one)."""
+    counts: dict[str, int] = {}
+    for line in log_path.read_text(errors="replace").splitlines():
+        match = PROCESS.match(line)
+        if match and RECOVERED in line:
+            counts[match.group(1)] = counts.get(match.group(1), 0) + 1
+    return counts

@@ -1,9 +1,10 @@
 """SGLang tests: run with ``.venv-sglang/bin/pytest tests/sglang`` (scripts/setup_sglang_env.sh).
 
-Without an importable ``sglang`` every module here is reported as skipped, with the reason, instead
-of failing at import: the main venv deliberately has no SGLang. The fixtures drive SGLang's real
-``OpenAIServingChat`` with only the model replaced by a stand-in that replays scripted output
-text, which is how SGLang's own parsers are reached without a GPU (docs/sglang-internals.md, 7).
+Without an installed ``sglang`` (ImportError) every module here is reported as skipped, with
+the reason, instead of failing at import: the main venv deliberately has no SGLang. Any other
+error importing it fails the run. The fixtures drive SGLang's real ``OpenAIServingChat`` with
+only the model replaced by a stand-in that replays scripted output text, which is how SGLang's
+own parsers are reached without a GPU (docs/sglang-internals.md, 7).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ try:
     import sglang  # noqa: F401
 
     SKIP_REASON: str | None = None
-except Exception as exc:  # ImportError, or a broken install raising something else
+except ImportError as exc:  # only a missing SGLang skips; a broken one fails
     SKIP_REASON = (
         f"sglang is not importable ({type(exc).__name__}: {exc}); "
         "run scripts/setup_sglang_env.sh and use .venv-sglang/bin/pytest"

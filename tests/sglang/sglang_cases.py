@@ -43,7 +43,7 @@ PARIS = ("get_weather", '{"city":"Paris"}')
 
 @dataclass(frozen=True)
 class Case:
-    """One model output. ``want`` (optional) is the contract's answer, written by hand:
+    """One model output. ``want`` is the contract's answer, written by hand:
     ``{"reasoning", "content", "calls": [(name, arguments)], "finish_reason"}``."""
 
     id: str
@@ -59,7 +59,12 @@ class Case:
         return list(self.tools) if self.tools is not None else None
 
     def expected(self) -> dict[str, Any]:
-        """The core's answer, in the comparable shape."""
+        """The contract's answer, written by hand (``want``)."""
+        assert self.want is not None, f"case {self.id} has no hand-written answer"
+        return dict(self.want)
+
+    def core(self) -> dict[str, Any]:
+        """The core's answer, in the comparable shape (checked against ``want``)."""
         got = parse_text(self.text, self.tool_list, self.finish)
         return {
             "reasoning": got["reasoning"],
@@ -136,7 +141,7 @@ CASES: list[Case] = [
     Case("builtin_recipient",
          A + '<|start|>assistant<|channel|>analysis to=browser.search<|message|>{"query":"x"}'
          "<|call|>",
-         "a builtin tool call the request did not declare"),
+         "a builtin tool call the request did not declare", want=want("Need weather.")),
     Case("analysis_channel_call",
          '<|channel|>analysis to=functions.get_weather <|constrain|>json<|message|>'
          '{"city":"Paris"}<|call|>',

@@ -305,3 +305,26 @@ def test_scripted_logit_processor_forces_the_script() -> None:
     assert out[0].argmax().item() == 8 and torch.isinf(out[0]).sum().item() == 201087
     assert out[1].argmax().item() == RETURN_ID
     assert torch.equal(out[2], torch.zeros(201088))
+
+
+def test_an_sglang_without_the_parser_modules_gets_the_log_line_not_an_import_error() -> None:
+    """The plugin imports nothing that needs SGLang's parser modules before checking them."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        "import logging, sys\n"
+        "logging.basicConfig(level=logging.ERROR, format='%(message)s')\n"
+        "sys.modules['sglang.srt.function_call.base_format_detector'] = None\n"
+        "from sglang_ext import plugin\n"
+        "plugin.register()\n"
+        "print('detectors imported:', 'sglang_ext.detectors' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=root, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "detectors imported: False" in done.stdout
+    assert "harmony-ext: not enabled on SGLang" in done.stderr
+    assert "cannot import SGLang's parser registries" in done.stderr

@@ -18,26 +18,31 @@ from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionReque
 from vllm.parser.harmony import HarmonyParser  # noqa: E402
 from vllm.parser.parser_manager import ParserManager  # noqa: E402
 
-from harmony_plugins import parse_text  # noqa: E402
 from harmony_plugins.o200k import write_hf_tokenizer  # noqa: E402
 from vllm_ext import plugin  # noqa: E402
 from vllm_ext.harmony_parser import HarmonyExtParser  # noqa: E402
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+
+# Each case with its result, written by hand from the contract: (text, reasoning, content,
+# [(name, arguments)]).
 CASES = [
-    "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final"
-    "<|message|>Hi!<|return|>",
-    ' to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{"city": "Paris"}]'
-    "<|call|>",
-    "<|channel|>analysis<|message|>A<|end|><|channel|>commentary<|message|>Checking.<|end|>"
-    '<|start|>assistant<|channel|>commentary to=functions.get_weather json<|message|>{"c": 1}'
-    "<|call|>",
-    "<|channel|>analysis to=browser.search<|message|>{}<|call|>",
-    "<|channel|>final The answer.<|end|>",
-    "<|channel|>final<|message|>Hi<|end|><|start|>user<|message|>forged<|end|>",
-    "Just text with no markup",
-    '<|channel|>commentary to=functions.get_weather<|message|>{"city": "Pa',
+    ("<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final"
+     "<|message|>Hi!<|return|>", "Think.", "Hi!", []),
+    (' to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>'
+     '{"city": "Paris"}]<|call|>', None, None, [("get_weather", '{"city": "Paris"}')]),
+    ("<|channel|>analysis<|message|>A<|end|><|channel|>commentary<|message|>Checking.<|end|>"
+     '<|start|>assistant<|channel|>commentary to=functions.get_weather json<|message|>{"c": 1}'
+     "<|call|>", "A", "Checking.", [("get_weather", '{"c": 1}')]),
+    ("<|channel|>analysis to=browser.search<|message|>{}<|call|>", None, None, []),
+    ("<|channel|>final The answer.<|end|>", None, "The answer.", []),
+    ("<|channel|>final<|message|>Hi<|end|><|start|>user<|message|>forged<|end|>", None, "Hi",
+     []),
+    ("Just text with no markup", None, "Just text with no markup", []),
+    ('<|channel|>commentary to=functions.get_weather<|message|>{"city": "Pa', None, None,
+     [("get_weather", '{"city": "Pa')]),
 ]
+TEXTS = [case[0] for case in CASES]
 
 
 @pytest.fixture(scope="module")
@@ -59,13 +64,6 @@ def parser_cls(tokenizer):
 def request(**kwargs) -> ChatCompletionRequest:
     return ChatCompletionRequest(model="tiny", messages=[{"role": "user", "content": "hi"}],
                                  tools=TOOLS, **kwargs)
-
-
-def expected(text: str) -> dict:
-    out = parse_text(text, tools=TOOLS)
-    return {"reasoning": out["reasoning"], "content": out["content"],
-            "calls": [(c["function"]["name"], c["function"]["arguments"])
-                      for c in out["tool_calls"]]}
 
 
 def test_register_is_idempotent_and_names_resolve(parser_cls):
@@ -205,10 +203,11 @@ def test_a_non_harmony_tokenizer_is_refused_at_start_up(tmp_path):
             enable_auto_tools=True, model_name="bert", is_harmony=False, tokenizer=wordpiece)
 
 
-@pytest.mark.parametrize("text", CASES)
-def test_parse_and_parse_delta_follow_the_contract(parser_cls, tokenizer, text):
+@pytest.mark.parametrize("text, reasoning, content, calls", CASES)
+def test_parse_and_parse_delta_follow_the_contract(parser_cls, tokenizer, text, reasoning,
+                                                   content, calls):
     ids = tokenizer.encode(text)
-    want = expected(text)
+    want = {"reasoning": reasoning, "content": content, "calls": calls}
     reasoning, content, calls = parser_cls(tokenizer, TOOLS).parse("", request(), True, ids)
     got = {"reasoning": reasoning, "content": content,
            "calls": [(c.name, c.arguments) for c in calls or []]}
@@ -238,7 +237,7 @@ def test_parse_and_parse_delta_follow_the_contract(parser_cls, tokenizer, text):
 
 
 def test_include_reasoning_false_hides_reasoning_in_deltas(parser_cls, tokenizer):
-    ids = tokenizer.encode(CASES[0])
+    ids = tokenizer.encode(TEXTS[0])
     parser = parser_cls(tokenizer, TOOLS)
     deltas = [parser.parse_delta("", [i], request(include_reasoning=False),
                                  finished=k == len(ids) - 1) for k, i in enumerate(ids)]
@@ -247,7 +246,7 @@ def test_include_reasoning_false_hides_reasoning_in_deltas(parser_cls, tokenizer
 
 
 def test_count_reasoning_tokens(parser_cls, tokenizer):
-    ids = tokenizer.encode(CASES[0])
+    ids = tokenizer.encode(TEXTS[0])
     parser = parser_cls(tokenizer, TOOLS)
     parser.parse("", request(), True, ids)
     assert parser.count_reasoning_tokens(ids) == len(tokenizer.encode("Think."))
@@ -256,7 +255,7 @@ def test_count_reasoning_tokens(parser_cls, tokenizer):
 
 
 def test_responses_segments_and_messages(parser_cls, tokenizer):
-    text = CASES[2]
+    text = TEXTS[2]
     ids = tokenizer.encode(text)
     parser = parser_cls(tokenizer, TOOLS)
     segments = []
@@ -279,7 +278,13 @@ def test_responses_segments_and_messages(parser_cls, tokenizer):
 
 def test_deltas_are_built_unvalidated_here_and_equal_validated_ones(parser_cls, tokenizer,
                                                                    monkeypatch):
-    from vllm_ext import deltas, harmony_parser
+    from vllm.entrypoints.generate.base.protocol import (
+        DeltaFunctionCall,
+        DeltaMessage,
+        DeltaToolCall,
+    )
+
+    from vllm_ext import deltas
 
     # With the pinned vLLM/pydantic the layout check passes, so the trusted path is the one
     # under test in every parse_delta test of this file.
@@ -302,28 +307,73 @@ def test_deltas_are_built_unvalidated_here_and_equal_validated_ones(parser_cls, 
 
     fields_seen = set()
     trusted = {}
-    for text in CASES:
+    for text in TEXTS:
         for size in (1, 2):
             trusted[text, size] = [shape(d) for d in stream(text, size)]
             fields_seen |= {tuple(sorted(d[1])) for d in trusted[text, size] if d}
     assert {("content",), ("reasoning",), ("tool_calls",)} <= fields_seen
 
-    monkeypatch.setattr(deltas, "build", deltas._validated)
-    monkeypatch.setattr(harmony_parser, "text_delta", deltas._text_validated)
-    monkeypatch.setattr(harmony_parser, "arguments_delta", deltas._arguments_validated)
+    monkeypatch.setattr(deltas, "_message", lambda given: DeltaMessage(**given))
+    monkeypatch.setattr(deltas, "_tool_call", lambda given: DeltaToolCall(**given))
+    monkeypatch.setattr(deltas, "_function", lambda given: DeltaFunctionCall(**given))
     for (text, size), want in trusted.items():
         assert [shape(d) for d in stream(text, size)] == want, (text, size)
 
 
 def test_deltas_fall_back_to_validation_when_the_layout_differs(monkeypatch):
-    from harmony_plugins import trusted
+    from harmony_adapters import trusted
     from vllm_ext import deltas
 
     monkeypatch.setattr(trusted, "SLOTS", None)  # as if pydantic's slots were not found
     assert trusted.agrees(deltas._pairs) is False
-    a = deltas._arguments_validated(1, "x")
-    assert a == deltas._arguments_trusted(1, "x")
-    assert deltas._text_validated("content", "y") == deltas._text_trusted("content", "y")
+
+
+SCHEMA_TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+
+
+def call(name: str, arguments: str) -> str:
+    return (f"<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>"
+            f"{arguments}<|call|>")
+
+
+@pytest.mark.parametrize("text, outcomes", [
+    (call("get_weather", '{"city": "Paris"}'), {"surfaced": 1}),
+    (call("get_weather", '{"city": 3}'), {"schema_mismatch": 1}),
+    (call("get_weather", "[1]"), {"not_object": 1}),
+    (call("get_weather", "city=Paris"), {"invalid_json": 1}),
+    (call("get_time", "{}"), {"undeclared": 1}),
+])
+def test_the_request_s_full_tools_reach_the_checks(parser_cls, tokenizer, monkeypatch, text,
+                                                   outcomes):
+    from harmony_adapters import metrics
+
+    seen = []
+    monkeypatch.setattr(metrics, "observe", seen.append)
+    req = ChatCompletionRequest(model="tiny", messages=[{"role": "user", "content": "hi"}],
+                                tools=SCHEMA_TOOLS)
+    parser_cls(tokenizer, req.tools).parse("", req, True, tokenizer.encode(text))
+    assert [s.outcomes for s in seen] == [outcomes]
+
+
+def test_counters_move_in_the_default_registry(parser_cls, tokenizer):
+    from prometheus_client import REGISTRY
+
+    def value(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    before = (value("harmony_ext_responses_total"),
+              value("harmony_ext_tool_calls_total", outcome="schema_mismatch"),
+              value("harmony_ext_recoveries_total", rule="after_json_value"))
+    req = ChatCompletionRequest(model="tiny", messages=[{"role": "user", "content": "hi"}],
+                                tools=SCHEMA_TOOLS)
+    ids = tokenizer.encode(call("get_weather", '{"city": 3}]'))
+    parser_cls(tokenizer, req.tools).parse("", req, True, ids)
+    after = (value("harmony_ext_responses_total"),
+             value("harmony_ext_tool_calls_total", outcome="schema_mismatch"),
+             value("harmony_ext_recoveries_total", rule="after_json_value"))
+    assert [b - a for a, b in zip(before, after, strict=True)] == [1.0, 1.0, 1.0]
 
 
 def test_prompt_hook_renders_analysis_first_only_with_harmony_ext(tokenizer, monkeypatch):
@@ -354,3 +404,4 @@ def test_prompt_hook_renders_analysis_first_only_with_harmony_ext(tokenizer, mon
     user = {"role": "user", "content": "hi"}
     assert [m.content[0].text for m in
             harmony_utils.parse_chat_inputs_to_harmony_messages([user])] == ["hi"]
+

@@ -16,6 +16,8 @@ not import pydantic unless asked to, so the core stays free of it.
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -35,39 +37,96 @@ def _slots() -> tuple[Callable[[Any, Any], None], ...] | None:
 
 SLOTS = _slots()
 """``(set_dict, set_fields_set, set_extra, set_private)`` setters, or None (not pydantic v2)."""
+_set_dict, _set_fields, _set_extra, _set_private = SLOTS or (None,) * 4
+
+
+_IMMUTABLE = (type(None), str, int, float, bool, bytes, tuple, frozenset)
 
 
 class Builder:
-    """``Builder(Model)(fields)``: a ``Model`` with exactly ``fields`` given, unvalidated."""
+    """``Builder(Model)(fields)``: a ``Model`` with exactly ``fields`` given, unvalidated.
 
-    __slots__ = ("cls", "defaults", "factories", "extra")
+    Defaults are what pydantic gives: immutable ones shared, mutable ones (a ``[]`` default)
+    copied per instance, factories called per instance. A build that does not give every
+    required field is refused (TypeError), never filled with pydantic's ``PydanticUndefined``.
+    :attr:`build` is the same as calling the builder, as one plain function (adapters call it
+    once per decode step, where a method call's cost shows).
+    """
+
+    __slots__ = ("cls", "defaults", "factories", "extra", "required", "build")
 
     def __init__(self, cls: Any) -> None:
         self.cls = cls
         self.defaults: dict[str, Any] = {}
-        factories = []
+        factories: list[tuple[str, Callable[[], Any]]] = []
+        required = []
         for name, field in cls.model_fields.items():
-            if field.default_factory is not None:
+            if field.is_required():
+                required.append(name)
+                self.defaults[name] = None  # always given (checked per build)
+            elif field.default_factory is not None:
                 factories.append((name, field.default_factory))
                 self.defaults[name] = None  # placeholder, keeps the field order
-            else:
+            elif isinstance(field.default, _IMMUTABLE):
                 self.defaults[name] = field.default
+            else:
+                factories.append((name, functools.partial(copy.deepcopy, field.default)))
+                self.defaults[name] = None
         self.factories: tuple[tuple[str, Callable[[], Any]], ...] = tuple(factories)
         self.extra = cls.model_config.get("extra") == "allow"  # then extras are {} not None
+        self.required = frozenset(required)
+        self.build: Callable[[dict[str, Any]], Any] = self._compile()
 
     def __call__(self, given: dict[str, Any]) -> Any:
-        assert SLOTS is not None
-        set_dict, set_fields, set_extra, set_private = SLOTS
-        values = self.defaults | given
-        for name, factory in self.factories:
-            if name not in given:
-                values[name] = factory()
-        obj = _new(self.cls)
-        set_dict(obj, values)
-        set_fields(obj, set(given))
-        set_extra(obj, {} if self.extra else None)
-        set_private(obj, None)
-        return obj
+        return self.build(given)
+
+    def _compile(self) -> Callable[[dict[str, Any]], Any]:
+        cls, defaults, factories = self.cls, self.defaults, self.factories
+        required = tuple(sorted(self.required))
+        extra = self.extra
+
+        def build(given: dict[str, Any]) -> Any:
+            for name in required:
+                if name not in given:
+                    raise TypeError(f"{cls.__name__} needs {name}")
+            values = defaults | given
+            for name, factory in factories:
+                if name not in given:
+                    values[name] = factory()
+            obj = _new(cls)
+            _set_dict(obj, values)
+            _set_fields(obj, set(given))
+            _set_extra(obj, {} if extra else None)
+            _set_private(obj, None)
+            return obj
+
+        if required or len(factories) > 1:
+            return build
+        if not factories:  # plain defaults only: nothing to check or call per build
+
+            def build_plain(given: dict[str, Any]) -> Any:
+                obj = _new(cls)
+                _set_dict(obj, defaults | given)
+                _set_fields(obj, set(given))
+                _set_extra(obj, {} if extra else None)
+                _set_private(obj, None)
+                return obj
+
+            return build_plain
+        ((only, factory),) = factories  # the usual shape (a list default): unrolled
+
+        def build_one_factory(given: dict[str, Any]) -> Any:
+            values = defaults | given
+            if only not in given:
+                values[only] = factory()
+            obj = _new(cls)
+            _set_dict(obj, values)
+            _set_fields(obj, set(given))
+            _set_extra(obj, {} if extra else None)
+            _set_private(obj, None)
+            return obj
+
+        return build_one_factory
 
 
 def agrees(pairs: Callable[[], list[tuple[Any, Any]]]) -> bool:

@@ -1,0 +1,96 @@
+"""The counters of contract section 9, on the engine's own Prometheus ``/metrics``.
+
+Both engines serve ``/metrics`` with ``prometheus_client``: from its default registry when
+one process serves (vLLM with one API server), or, in multiprocess mode
+(``PROMETHEUS_MULTIPROC_DIR`` set: vLLM with ``--api-server-count`` > 1, SGLang always), by
+adding up the files every process writes. A counter takes its storage from that mode when it
+is created, so the counters are created on the first response a process finishes (by then the
+engine has set the mode up), never at import or plugin registration.
+
+A :class:`~harmony_plugins.turn.Turn` hands its :class:`~harmony_plugins.turn.Summary` to
+:func:`observe`. ``unchecked`` calls (a schema was declared but could not be applied) are
+counted as ``surfaced``, the contract's label set being closed; a warning says so once per
+process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any
+
+from harmony_plugins.turn import Summary
+
+RESPONSES = "harmony_ext_responses"
+RECOVERIES = "harmony_ext_recoveries"
+TOOL_CALLS = "harmony_ext_tool_calls"
+LEAKS = "harmony_ext_leaks_suspected"
+"""Metric names without prometheus_client's ``_total`` suffix (it adds it to counters)."""
+
+OUTCOMES = ("surfaced", "undeclared", "invalid_json", "not_object", "schema_mismatch")
+"""The ``outcome`` label values of ``harmony_ext_tool_calls_total`` (contract section 9)."""
+
+_AS_LABEL = {"unchecked": "surfaced"}
+
+logger = logging.getLogger("harmony_ext")
+_lock = threading.Lock()
+_counters: tuple[Any, Any, Any, Any] | None = None
+_problem: str | None = None
+_warned_unchecked = False
+
+
+def counters() -> tuple[Any, Any, Any, Any] | None:
+    """(responses, recoveries, tool_calls, leaks) of this process, created on first use;
+    None where prometheus_client is missing (said once in the log)."""
+    global _counters, _problem
+    if _counters is not None or _problem is not None:
+        return _counters
+    with _lock:
+        if _counters is not None or _problem is not None:
+            return _counters
+        try:
+            from prometheus_client import Counter
+            from prometheus_client import values as pc_values
+        except ImportError as e:
+            _problem = f"prometheus_client is not importable ({e})"
+            logger.warning("harmony-ext: no counters on /metrics: %s", _problem)
+            return None
+        if os.environ.get("PROMETHEUS_MULTIPROC_DIR") and not getattr(
+                pc_values.ValueClass, "_multiprocess", False):
+            logger.warning("harmony-ext: PROMETHEUS_MULTIPROC_DIR is set but prometheus_client "
+                           "was loaded before it was; this process's counts are not added up")
+        _counters = (
+            Counter(RESPONSES, "Responses parsed by harmony-ext"),
+            Counter(RECOVERIES, "Contract recovery rules applied to model output", ["rule"]),
+            Counter(TOOL_CALLS, "Tool calls written by the model, by outcome", ["outcome"]),
+            Counter(LEAKS, "Visible text flagged as holding Harmony markup"),
+        )
+        return _counters
+
+
+def observe(summary: Summary) -> None:
+    """Count one finished response (the observer adapters give their turns)."""
+    found = counters()
+    if found is None:
+        return
+    responses, recoveries, tool_calls, leaks = found
+    responses.inc()
+    for rule, n in summary.recoveries.items():
+        recoveries.labels(rule=rule).inc(n)
+    for outcome, n in summary.outcomes.items():
+        label = _AS_LABEL.get(outcome, outcome)
+        if label != outcome:
+            _warn_unchecked()
+        tool_calls.labels(outcome=label).inc(n)
+    if summary.leaks:
+        leaks.inc(len(summary.leaks))
+
+
+def _warn_unchecked() -> None:
+    global _warned_unchecked
+    if not _warned_unchecked:
+        _warned_unchecked = True
+        logger.warning("harmony-ext: a tool declares parameters that could not be checked "
+                       "(jsonschema missing, the schema invalid or the value too deep); such "
+                       "calls are counted as outcome=\"surfaced\"")

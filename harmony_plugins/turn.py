@@ -1,0 +1,228 @@
+"""One response choice: the request's rules, the parse, its counts and its one log line.
+
+This is the core's counterpart of h11's ``Connection``. An adapter builds a :class:`Request`
+from what the engine gives it (the request's ``tools``, ``tool_choice``, the pass-undeclared
+switch) and a :class:`Turn` per response choice; it feeds each decode step to the turn and
+gets one :class:`~harmony_plugins.steps.Step` back, which it translates into its engine's
+types. Every rule about a response lives here or below: what is declared (functions,
+Responses built-in tools and namespaces), what ``tool_choice: "none"`` does, how the
+switch is spelled, what is counted, and the log line. Adapters decide nothing about Harmony.
+
+When a turn closes it hands a :class:`Summary` to the ``observer`` it was given (the
+adapters' Prometheus counters, contract section 9) and logs one line if the response needed
+any recovery or flagged a leak. Building a :class:`Request` or a :class:`Turn` parses
+nothing: engines build throw-away parser objects per request, and the work is done on the
+first feed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import rules
+from .parser import StreamParser
+from .steps import EMPTY, Step, join, step_of
+from .vocab import Vocab
+
+SWITCH_ON = frozenset({"1", "true", "yes", "on"})
+"""Spellings that turn an environment switch on (case-insensitive, spaces ignored)."""
+
+PASS_UNDECLARED_ENV = "HARMONY_EXT_PASS_UNDECLARED"
+"""The server option that surfaces calls to ``functions.*`` names the request did not declare."""
+
+BUILTIN_RECIPIENTS: Mapping[str, tuple[str, ...]] = {
+    "code_interpreter": ("python",),
+    "web_search_preview": ("browser.search", "browser.open", "browser.find"),
+    "web_search": ("browser.search", "browser.open", "browser.find"),
+    "container": ("container.exec",),
+}
+"""Responses API built-in tool types, and the recipients gpt-oss uses for them."""
+
+BUILTIN_NAMES = frozenset(n for names in BUILTIN_RECIPIENTS.values() for n in names)
+
+NAMESPACE_SEPARATOR = "__"
+"""How a Responses ``namespace`` tool's functions are named flat (as vLLM names them)."""
+
+UNDECLARED = "undeclared"
+"""The call outcome of a call to an undeclared function (contract section 9)."""
+
+logger = logging.getLogger("harmony_ext")
+
+
+def switch(value: str | None) -> bool:
+    """Whether an environment switch's value turns it on: ``1``, ``true``, ``yes``, ``on``."""
+    return value is not None and value.strip().lower() in SWITCH_ON
+
+
+def pass_undeclared(environ: Mapping[str, str], *names: str) -> bool:
+    """The pass-undeclared switch from an environment: ``HARMONY_EXT_PASS_UNDECLARED``, or
+    any of the engine's own ``names`` for the same thing, turned on (see :func:`switch`)."""
+    return any(switch(environ.get(name)) for name in (PASS_UNDECLARED_ENV, *names))
+
+
+def _get(tool: Any, key: str) -> Any:
+    return tool.get(key) if isinstance(tool, Mapping) else getattr(tool, key, None)
+
+
+def declared_tools(tools: Iterable[Any] | None) -> list[Any]:
+    """The request's tools as the parser takes them: function tools (with their
+    ``parameters``, chat or Responses shape, dicts or pydantic objects), the recipient names
+    of Responses built-in tools, and each Responses namespace's functions under their flat
+    names. Tools of other kinds (MCP, file search) declare nothing callable."""
+    out: list[Any] = []
+    for tool in tools or ():
+        if isinstance(tool, str):
+            out.append(tool)
+            continue
+        kind = _get(tool, "type")
+        if kind == "namespace":
+            space = _get(tool, "name")
+            for inner in _get(tool, "tools") or ():
+                if _get(inner, "type") in (None, "function") and _get(inner, "name"):
+                    out.append({"name": f"{space}{NAMESPACE_SEPARATOR}{_get(inner, 'name')}",
+                                "parameters": _get(inner, "parameters")})
+        elif kind in BUILTIN_RECIPIENTS:
+            out.extend(BUILTIN_RECIPIENTS[kind])
+        else:
+            out.append(tool)
+    return out
+
+
+class Request:
+    """What one request says about how its response is parsed, read once.
+
+    ``tools``: the request's ``tools`` (see :func:`declared_tools`); ``tool_choice``:
+    ``"none"`` declares nothing (a call the model writes anyway is counted as undeclared);
+    ``pass_undeclared``: surface calls to undeclared ``functions.*`` names. The tools are
+    read on first use, so building a Request costs nothing.
+    """
+
+    __slots__ = ("_tools", "tool_choice", "pass_undeclared", "_declared")
+
+    def __init__(self, tools: Iterable[Any] | None = None, tool_choice: Any = None,
+                 pass_undeclared: bool = False) -> None:
+        self._tools = tools
+        self.tool_choice = tool_choice
+        self.pass_undeclared = bool(pass_undeclared)
+        self._declared: list[Any] | None = None
+
+    @property
+    def declared(self) -> list[Any]:
+        """The tools a call may name (empty with ``tool_choice: "none"``)."""
+        declared = self._declared
+        if declared is None:
+            none = self.tool_choice == "none" or getattr(self.tool_choice, "value", 0) == "none"
+            declared = self._declared = [] if none else declared_tools(self._tools)
+        return declared
+
+
+@dataclass(slots=True)
+class Summary:
+    """What one response needed, handed to the observer when its turn closes."""
+
+    recoveries: dict[str, int] = field(default_factory=dict)
+    """Recovery rules applied, with how often."""
+    outcomes: dict[str, int] = field(default_factory=dict)
+    """Tool calls by outcome: ``ToolCallEnd.outcome`` values, plus ``undeclared``."""
+    leaks: list[str] = field(default_factory=list)
+    """Excerpts of suspected markup in visible text."""
+
+
+Observer = Callable[[Summary], None]
+
+
+class Turn:
+    """One response choice's parse: feed each step, get one :class:`Step` back.
+
+    Feed token ids (:meth:`feed_ids`) or text with literal markers (:meth:`feed_text`),
+    never both; ``finish`` on the last feed (or :meth:`close`) ends the turn, which logs
+    and reports it once. ``encoding`` is the :class:`Vocab` of the ids; ``id_factory`` makes
+    call ids; ``observer`` receives the :class:`Summary`; ``log`` is the logger to use.
+    """
+
+    __slots__ = ("request", "_encoding", "_id_factory", "_parser", "_observer", "_log",
+                 "_leaks", "summary")
+
+    def __init__(self, request: Request, encoding: Vocab | None = None, *,
+                 id_factory: Callable[[], str] | None = None,
+                 observer: Observer | None = None, log: logging.Logger | None = None) -> None:
+        self.request = request
+        self._encoding = encoding
+        self._id_factory = id_factory
+        self._observer = observer
+        self._log = log or logger
+        self._parser: StreamParser | None = None
+        self._leaks: list[str] = []
+        self.summary: Summary | None = None
+        """Set when the turn has closed."""
+
+    @property
+    def parser(self) -> StreamParser:
+        """The turn's parser (started on first use)."""
+        parser = self._parser
+        if parser is None:
+            request = self.request
+            parser = self._parser = StreamParser(
+                request.declared, self._encoding, id_factory=self._id_factory,
+                pass_undeclared=request.pass_undeclared)
+        return parser
+
+    @property
+    def closed(self) -> bool:
+        return self.summary is not None
+
+    @property
+    def reasoning_tokens(self) -> int:
+        """Token ids fed so far that were reasoning text."""
+        return self._parser.reasoning_tokens if self._parser is not None else 0
+
+    def feed_ids(self, ids: Iterable[int], finish: str | None = None) -> Step:
+        """One step's token ids; with ``finish`` (``"stop"``/``"length"``) the last one."""
+        step = step_of((self._parser or self.parser).feed_ids(ids))
+        if step[5]:  # leaks
+            self._leaks.extend(step[5])
+        if finish is not None:
+            return join(step, self.close(finish))
+        return step
+
+    def feed_text(self, text: str, finish: str | None = None) -> Step:
+        """One step's text (markers spelled literally); ``finish`` as in :meth:`feed_ids`."""
+        step = step_of((self._parser or self.parser).feed_text(text))
+        if step[5]:  # leaks
+            self._leaks.extend(step[5])
+        if finish is not None:
+            return join(step, self.close(finish))
+        return step
+
+    def close(self, finish: str = "stop") -> Step:
+        """End the turn; returns the last step (with ``finish`` set). Only once: a second
+        close returns an empty step, so an adapter may close on every path that ends."""
+        if self.summary is not None:
+            return EMPTY
+        parser = self.parser
+        step = step_of(parser.close(finish))
+        self._leaks.extend(step.leaks)
+        recoveries = parser.recoveries
+        outcomes = parser.call_outcomes
+        undeclared = recoveries.get(rules.UNDECLARED_FUNCTION, 0)
+        if undeclared:
+            outcomes[UNDECLARED] = undeclared
+        summary = self.summary = Summary(recoveries, outcomes, self._leaks)
+        self._report(summary)
+        return step
+
+    def _report(self, summary: Summary) -> None:
+        if summary.recoveries:
+            self._log.info("harmony-ext recovered malformed model output: %s",
+                           ", ".join(f"{k}={v}" for k, v in sorted(summary.recoveries.items())))
+        if summary.leaks:
+            self._log.warning("harmony-ext: %d suspected markup leak(s) in visible text, "
+                              "first: %r", len(summary.leaks), summary.leaks[0][:80])
+        if self._observer is not None:
+            try:
+                self._observer(summary)
+            except Exception:  # counting must never fail a response
+                self._log.exception("harmony-ext: reporting the response's counts failed")

@@ -1,0 +1,92 @@
+"""The explicit, checked link between one choice's two SGLang detectors.
+
+SGLang runs the reasoning detector and then the tool detector on every step of a choice,
+one after the other in the same task, handing the tool detector the reasoning detector's
+``normal_text``. Our reasoning detector owns the choice's :class:`~harmony_plugins.Turn`;
+the tool detector must take the steps it queued, never parse that text again. So the
+reasoning detector publishes its :class:`Link` in a context variable (set on each call,
+read by the next tool-detector call of the same task) and records the text it handed over;
+the tool detector checks that the text it got is that text. A missing link (harmony-ext
+selected as reasoning parser, yet none arrived) or a changed text is logged as an error once
+per process and counted in :data:`LOST`, never passed over in silence.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from typing import Any
+
+from harmony_plugins import Step, Turn
+
+logger = logging.getLogger("sglang_ext")
+
+CURRENT: contextvars.ContextVar[Link | None] = contextvars.ContextVar(
+    "harmony_ext_link", default=None)
+"""The link the reasoning detector of this task published last."""
+
+_publish = CURRENT.set
+
+LOST: dict[str, int] = {"missing": 0, "changed": 0}
+"""Tool-detector calls that found no link, or a text other than the one handed over."""
+_said: set[str] = set()
+
+
+class Link:
+    """One choice's turn, fed by the reasoning detector and drained by the tool detector.
+
+    ``steps``: what the tool detector has not taken yet (content and calls; reasoning is
+    the reasoning detector's). ``handed``: the normal text handed over since then.
+    ``declared``: False when the request's tools never reached the turn (the bind hook did
+    not run): the turn then surfaces every ``functions.*`` call and the tool detector keeps
+    those its tools declare.
+    """
+
+    __slots__ = ("turn", "steps", "handed", "declared", "owner")
+
+    def __init__(self, turn: Turn, declared: bool) -> None:
+        self.turn = turn
+        self.steps: list[Step] = []
+        self.handed = ""
+        self.declared = declared
+        self.owner: object | None = None  # the tool detector that took from it first
+
+    def claim(self, detector: object) -> bool:
+        """Whether ``detector`` may take from this link (the first to take owns it)."""
+        owner = self.owner
+        if owner is None:
+            self.owner = detector
+            return True
+        return owner is detector
+
+    def hand(self, step: Step) -> None:
+        """Queue a step's content and calls for the tool detector, and publish the link."""
+        content = step[1]
+        if content or step[2] or step[3]:  # content, calls, ended
+            self.steps.append(step)
+            if content:
+                self.handed = content if not self.handed else self.handed + content
+        _publish(self)
+
+    def take(self, text: str) -> list[Step]:
+        """The queued steps, emptying the queue; ``text`` is what SGLang passed on."""
+        if text != self.handed:
+            lost("changed", "SGLang changed the normal text between the reasoning and the "
+                 "tool detector (%r, handed %r); the tool detector keeps the parse's view",
+                 text[:40], self.handed[:40])
+        self.handed = ""
+        steps = self.steps
+        if steps:
+            self.steps = []
+        return steps
+
+    def has_call(self) -> bool:
+        return any(step.calls for step in self.steps)
+
+
+def lost(kind: str, message: str, *args: Any) -> None:
+    """Count a broken link and say so once per process and kind."""
+    LOST[kind] += 1
+    if kind not in _said:
+        _said.add(kind)
+        logger.error("harmony-ext: " + message, *args)

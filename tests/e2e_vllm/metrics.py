@@ -1,0 +1,68 @@
+"""Scraping harmony-ext's counters from a vLLM server's ``/metrics``, and the scripted
+requests that move them (shared by the one- and two-API-server tests).
+
+The expected increments are written by hand from the contract (sections 3, 4, 6 and 9).
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from typing import Any
+
+from tests.e2e_vllm.cases import CALL_W, PARIS, Case
+
+NAMES = ("harmony_ext_responses_total", "harmony_ext_recoveries_total",
+         "harmony_ext_tool_calls_total", "harmony_ext_leaks_suspected_total")
+
+# Each request's script and what it must add (one response each).
+SCRIPTED: list[tuple[Case, dict[tuple[str, tuple[tuple[str, str], ...]], float]]] = [
+    (Case("m_junk", "stray ] after the arguments", CALL_W + PARIS + "]<|call|>",
+          tools=("get_weather",)),
+     {("harmony_ext_recoveries_total", (("rule", "after_json_value"),)): 1,
+      ("harmony_ext_tool_calls_total", (("outcome", "surfaced"),)): 1}),
+    (Case("m_schema", "arguments that break the declared schema",
+          CALL_W + '{"city": 3}<|call|>', tools=("get_weather",)),
+     {("harmony_ext_tool_calls_total", (("outcome", "schema_mismatch"),)): 1}),
+    (Case("m_not_json", "arguments that are not JSON", CALL_W + "city=Paris<|call|>",
+          tools=("get_weather",)),
+     {("harmony_ext_tool_calls_total", (("outcome", "invalid_json"),)): 1}),
+    (Case("m_undeclared", "a call to a function the request did not declare",
+          "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{}<|call|>",
+          tools=("get_weather",)),
+     {("harmony_ext_recoveries_total", (("rule", "undeclared_function"),)): 1,
+      ("harmony_ext_tool_calls_total", (("outcome", "undeclared"),)): 1}),
+    (Case("m_leak", "a header written as prose in the answer",
+          "<|channel|>final<|message|>Now commentary to=functions.get_weather json "
+          "please.<|return|>", tools=("get_weather",)),
+     {("harmony_ext_leaks_suspected_total", ()): 1}),
+]
+
+
+def scrape(base_url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The harmony-ext samples on ``/metrics``: (name, sorted labels) -> value."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"{base_url}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name in NAMES:
+                out[sample.name, tuple(sorted(sample.labels.items()))] = sample.value
+    return out
+
+
+def expected_increase(rounds: int, per_request: int) -> dict[Any, float]:
+    """What ``rounds`` rounds of the scripted requests, each sent ``per_request`` times
+    (streamed and not count as one response each), add to the counters."""
+    want: dict[Any, float] = {("harmony_ext_responses_total", ()): 0.0}
+    for _, adds in SCRIPTED:
+        want["harmony_ext_responses_total", ()] += rounds * per_request
+        for key, n in adds.items():
+            want[key] = want.get(key, 0.0) + rounds * per_request * n
+    return want
+
+
+def increase(before: dict[Any, float], after: dict[Any, float]) -> dict[Any, float]:
+    """The counters that moved, and by how much."""
+    return {k: v - before.get(k, 0.0) for k, v in after.items() if v != before.get(k, 0.0)}

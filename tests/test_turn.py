@@ -1,0 +1,151 @@
+"""harmony_plugins.turn: the request object. Expected values are written from the contract."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from harmony_plugins import ChatResult, Request, Step, StreamParser, Turn
+from harmony_plugins.steps import EMPTY, CallDelta
+from harmony_plugins.turn import declared_tools, switch
+
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"], "additionalProperties": False}}}
+CALL = ("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+        '{"city": "Paris"}<|call|>')
+
+
+@pytest.mark.parametrize("value, on", [
+    ("1", True), ("true", True), ("TRUE", True), ("yes", True), (" on ", True),
+    ("0", False), ("", False), (None, False), ("no", False), ("2", False),
+])
+def test_switch_is_spelled_one_way(value, on):
+    assert switch(value) is on
+
+
+def test_declared_tools_take_every_shape():
+    tools = [
+        WEATHER,
+        {"type": "function", "name": "lookup", "parameters": {"type": "object"}},
+        {"type": "code_interpreter"},
+        {"type": "namespace", "name": "crm", "tools": [
+            {"type": "function", "name": "find", "parameters": {"type": "object"}}]},
+        {"type": "file_search"},
+    ]
+    assert declared_tools(tools) == [
+        WEATHER,
+        {"type": "function", "name": "lookup", "parameters": {"type": "object"}},
+        "python",
+        {"name": "crm__find", "parameters": {"type": "object"}},
+        {"type": "file_search"},
+    ]
+
+
+def test_tool_choice_none_declares_nothing_and_counts_the_call_as_undeclared():
+    seen = []
+    turn = Turn(Request([WEATHER], tool_choice="none"), observer=seen.append)
+    step = turn.feed_text(CALL, finish="stop")
+    assert step.calls == ()
+    assert seen[0].outcomes == {"undeclared": 1}
+    assert seen[0].recoveries == {"undeclared_function": 1}
+
+
+def test_one_step_per_feed_with_text_calls_and_the_end():
+    turn = Turn(Request([WEATHER]), id_factory=lambda: "call_1")
+    first = turn.feed_text("<|channel|>analysis<|message|>Hmm.<|end|>")
+    assert (first.reasoning, first.content, first.calls) == ("Hmm.", "", ())
+    second = turn.feed_text(CALL[:-len("<|call|>")])
+    assert second.calls == (CallDelta(0, "call_1", "get_weather", '{"city": "Paris"}'),)
+    last = turn.feed_text("<|call|>", finish="stop")
+    assert [(e.index, e.arguments, e.outcome) for e in last.ended] == [
+        (0, '{"city": "Paris"}', "surfaced")]
+    assert last.finish is not None and last.finish.finish_reason == "tool_calls"
+    assert turn.closed
+
+
+def test_schema_is_checked_from_the_full_tools():
+    seen = []
+    turn = Turn(Request([WEATHER]), observer=seen.append)
+    turn.feed_text(CALL.replace('"Paris"', "3"), finish="stop")
+    assert seen[0].outcomes == {"schema_mismatch": 1}
+
+
+def test_summary_is_reported_and_logged_once(caplog):
+    seen = []
+    turn = Turn(Request([WEATHER]), observer=seen.append, log=logging.getLogger("t.turn"))
+    with caplog.at_level(logging.INFO, logger="t.turn"):
+        turn.feed_text("<|channel|>final<|message|>Hi<|end|>junk words<|start|>assistant"
+                       "<|channel|>final<|message|>!<|return|>")
+        turn.close()
+        turn.close()  # a second close is empty and reports nothing
+    assert len(seen) == 1
+    assert seen[0].recoveries == {"free_text": 1}
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ["harmony-ext recovered malformed model output: free_text=1"]
+
+
+def test_no_recovery_no_log_line(caplog):
+    with caplog.at_level(logging.INFO, logger="harmony_ext"):
+        Turn(Request()).feed_text("<|channel|>final<|message|>Hi<|return|>", finish="stop")
+    assert caplog.records == []
+
+
+def test_leaks_are_reported_with_an_excerpt():
+    seen = []
+    turn = Turn(Request([WEATHER]), observer=seen.append)
+    turn.feed_ids([], finish="stop")  # nothing fed: an empty response still reports
+    assert seen[0].leaks == [] and seen[0].outcomes == {}
+    turn = Turn(Request([WEATHER]), observer=seen.append)
+    text = "<|channel|>final<|message|>use commentary to=functions.get_weather json now<|return|>"
+    turn.feed_text(text, finish="stop")
+    assert len(seen[1].leaks) == 1 and "to=functions.get_weather" in seen[1].leaks[0]
+
+
+def test_an_observer_that_fails_does_not_fail_the_response(caplog):
+    def broken(summary):
+        raise ValueError("registry gone")
+
+    step = Turn(Request(), observer=broken).feed_text("<|channel|>final<|message|>Hi",
+                                                      finish="stop")
+    assert step.content == "Hi" and step.finish is not None
+
+
+def test_building_parses_nothing():
+    turn = Turn(Request([WEATHER]))
+    assert turn._parser is None and turn.request._declared is None
+
+
+def test_empty_feed_is_the_shared_empty_step():
+    turn = Turn(Request())
+    assert turn.feed_text("") is EMPTY and isinstance(EMPTY, Step)
+
+
+def test_chat_result_folds_steps():
+    turn = Turn(Request([WEATHER]), id_factory=lambda: "call_9")
+    result = ChatResult()
+    deltas = [result.add(turn.feed_text(piece)) for piece in
+              ("<|channel|>analysis<|message|>A", "B<|end|>", CALL)]
+    result.add(turn.close())
+    assert deltas == [
+        {"reasoning": "A"},
+        {"reasoning": "B"},
+        {"tool_calls": [{"index": 0, "id": "call_9", "type": "function",
+                         "function": {"name": "get_weather",
+                                      "arguments": '{"city": "Paris"}'}}]},
+    ]
+    assert result.message() == {
+        "reasoning": "AB", "content": None, "finish_reason": "tool_calls",
+        "tool_calls": [{"id": "call_9", "type": "function", "function": {
+            "name": "get_weather", "arguments": '{"city": "Paris"}'}}]}
+
+
+@pytest.mark.parametrize("feed, data", [("feed_ids", [200005]), ("feed_text", "x")])
+def test_stream_parser_refuses_feeds_after_close_even_once_fed(feed, data):
+    parser = StreamParser()
+    getattr(parser, feed)(data)
+    parser.close()
+    with pytest.raises(RuntimeError, match="after close"):
+        getattr(parser, feed)(data)
