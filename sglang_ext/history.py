@@ -29,7 +29,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .detectors import NAME
+from .names import NAME
 
 logger = logging.getLogger("sglang_ext")
 
