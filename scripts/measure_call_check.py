@@ -1,6 +1,6 @@
 """Cost of checking a call's arguments when it ends (contract section 4). Prints figures.
 
-    .venv/bin/python tests/measure_call_check.py
+    .venv/bin/python scripts/measure_call_check.py
 
 Not a test (no timing assertions anywhere): it times, for a typical tool schema,
 building a validator (once per process and schema), finding it again (once per parser and
