@@ -26,47 +26,25 @@ import pytest
 openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
 
 from tests.e2e_vllm.cases import MODEL, PAST_CALL, chat_tools  # noqa: E402
+from tests.renderings import (  # noqa: E402
+    CALL_SH,
+    CALL_W,
+    OSLO,
+    PARIS,
+    START,
+    analysis,
+    call,
+    final,
+    preamble,
+    result,
+    token_ids,
+    user,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "multi-turn-vllm.md"
 USER = "What is the weather in Paris?"
 NEXT = "<|channel|>final<|message|>Done.<|return|>"  # any turn 2 will do: its prompt is checked
-
-
-class M(str):
-    """A control token in an expected rendering (anything else is ordinary text)."""
-
-
-START, END, MSG, CH, CALL = M("<|start|>"), M("<|end|>"), M("<|message|>"), M("<|channel|>"), \
-    M("<|call|>")
-PARIS, OSLO = '{"city":"Paris"}', '{"city":"Oslo"}'
-CALL_W = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
-CALL_SH = "<|channel|>commentary to=functions.shell <|constrain|>json<|message|>"
-
-
-def analysis(text: str) -> list[str]:
-    return [START, "assistant", CH, "analysis", MSG, text, END]
-
-
-def preamble(text: str) -> list[str]:
-    return [START, "assistant", CH, "commentary", MSG, text, END]
-
-
-def final(text: str) -> list[str]:
-    return [START, "assistant", CH, "final", MSG, text, END]
-
-
-def call(name: str, arguments: str) -> list[str]:
-    return [START, f"assistant to=functions.{name}", CH, "commentary json", MSG, arguments, CALL]
-
-
-def result(name: str, text: str) -> list[str]:
-    # The recipient after the channel, as openai_harmony renders it (either place is valid).
-    return [START, f"functions.{name}", CH, "commentary to=assistant", MSG, text, END]
-
-
-def user(text: str) -> list[str]:
-    return [START, "user", MSG, text, END]
 
 
 @dataclass(frozen=True)
@@ -129,22 +107,6 @@ def encoding() -> Any:
     from harmony_plugins.o200k import tiktoken_encoding
 
     return tiktoken_encoding()
-
-
-def token_ids(encoding: Any, pieces: list[str]) -> list[int]:
-    """Control tokens as themselves, each run of text as ordinary tokens (never markers)."""
-    ids: list[int] = []
-    text: list[str] = []
-    for piece in [*pieces, M("")]:
-        if isinstance(piece, M):
-            if text:
-                ids += encoding.encode_ordinary("".join(text))
-                text = []
-            if piece:
-                ids.append(encoding.encode_single_token(str(piece)))
-        else:
-            text.append(piece)
-    return ids
 
 
 def show(encoding: Any, ids: list[int]) -> str:

@@ -25,6 +25,21 @@ from typing import Any
 import pytest
 
 from harmony_plugins.o200k import O200K_BASE_SIZE
+from tests.renderings import (
+    CALL_SH,
+    CALL_W,
+    MSG,
+    OSLO,
+    PARIS,
+    START,
+    analysis,
+    call,
+    final,
+    preamble,
+    result,
+    token_ids,
+    user,
+)
 from tests.sglang.sglang_cases import SHELL, WEATHER
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,42 +47,6 @@ DOC = ROOT / "docs" / "multi-turn-sglang.md"
 NAME = "harmony-ext"
 USER = "What is the weather in Paris?"
 NEXT = ["<|channel|>final<|message|>Done."]  # any turn 2 will do: its prompt is checked
-
-
-class M(str):
-    """A control token in an expected rendering (anything else is ordinary text)."""
-
-
-START, END, MSG, CH, CALL = (M("<|start|>"), M("<|end|>"), M("<|message|>"), M("<|channel|>"),
-                             M("<|call|>"))
-PARIS, OSLO = '{"city":"Paris"}', '{"city":"Oslo"}'
-CALL_W = "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
-CALL_SH = "<|channel|>commentary to=functions.shell <|constrain|>json<|message|>"
-NEXT_HEADER = "<|start|>assistant"
-
-
-def analysis(text: str) -> list[str]:
-    return [START, "assistant", CH, "analysis", MSG, text, END]
-
-
-def preamble(text: str) -> list[str]:
-    return [START, "assistant", CH, "commentary", MSG, text, END]
-
-
-def final(text: str) -> list[str]:
-    return [START, "assistant", CH, "final", MSG, text, END]
-
-
-def call(name: str, arguments: str) -> list[str]:
-    return [START, f"assistant to=functions.{name}", CH, "commentary json", MSG, arguments, CALL]
-
-
-def result(name: str, text: str) -> list[str]:
-    return [START, f"functions.{name}", CH, "commentary to=assistant", MSG, text, END]
-
-
-def user(text: str) -> list[str]:
-    return [START, "user", MSG, text, END]
 
 
 @dataclass(frozen=True)
@@ -133,22 +112,6 @@ def encoding() -> Any:
     from harmony_plugins.o200k import tiktoken_encoding
 
     return tiktoken_encoding()
-
-
-def token_ids(encoding: Any, pieces: list[str]) -> list[int]:
-    """Control tokens as themselves, each run of text as ordinary tokens (never markers)."""
-    ids: list[int] = []
-    text: list[str] = []
-    for piece in [*pieces, M("")]:
-        if isinstance(piece, M):
-            if text:
-                ids += encoding.encode_ordinary("".join(text))
-                text = []
-            if piece:
-                ids.append(encoding.encode_single_token(str(piece)))
-        else:
-            text.append(piece)
-    return ids
 
 
 def show(encoding: Any, ids: list[int]) -> str:
