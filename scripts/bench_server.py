@@ -3,8 +3,10 @@
 Starts real vLLM OpenAI servers (the tiny random gpt-oss model of
 ``scripts/vllm_tiny_server.sh``, on the CPU) in three configurations:
 
-- ``none``: no ``--tool-call-parser`` / ``--reasoning-parser`` (vLLM streams the raw text;
-  the floor: what the server costs with no parsing at all),
+- ``none``: no ``--tool-call-parser`` / ``--reasoning-parser``. NOT a server without parsing:
+  vLLM 0.32 still selects its built-in ``openai_gptoss`` reasoning parser for a gpt_oss model
+  (the output is split into reasoning and content), but surfaces no tool calls (the call's
+  arguments go nowhere),
 - ``builtin``: vLLM's own gpt-oss parsers (``openai`` / ``openai_gptoss``),
 - ``harmony-ext``: ours (``harmony-ext`` / ``harmony-ext``),
 
@@ -71,7 +73,11 @@ if str(ROOT) not in sys.path:
 K = 1024
 MODEL = "tiny-gpt-oss"
 CONFIGS = {  # name -> (TOOL_PARSER, REASONING_PARSER, label)
-    "none": ("", "", "no parser (vLLM streams the raw text)"),
+    # vLLM 0.32 selects its openai_gptoss reasoning parser for a gpt_oss model even when no
+    # flag names one (the server log's structured_outputs_config shows it), so this is not
+    # "no parsing": it is vLLM's default, reasoning split by the built-in, calls not surfaced.
+    "none": ("", "", "no parser flags: vLLM's default for gpt_oss, which still parses "
+             "reasoning with its built-in openai_gptoss parser and surfaces no tool calls"),
     "builtin": ("openai", "openai_gptoss", "vLLM's built-in gpt-oss parsers"),
     "harmony-ext": ("harmony-ext", "harmony-ext", "harmony-ext"),
 }
@@ -606,10 +612,17 @@ def main(argv: list[str] | None = None) -> int:
                    help="shape,length,concurrency of the profiled batch")
     p.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
     p.add_argument("--plot-only", type=Path, help="redraw the plot from a results .json")
+    p.add_argument("--redraw", type=Path,
+                   help="rewrite the report (--out) and its plot from a results .json")
     args = p.parse_args(argv)
 
     if args.plot_only:
         return 0 if write_plot(args.plot_only) else 1
+    if args.redraw:
+        write_report(args.out, json.loads(args.redraw.read_text()))
+        if not write_plot(args.redraw):
+            plot_with_other_python(args.redraw)
+        return 0
 
     t_start = time.monotonic()
     budget = args.budget_minutes * 60
