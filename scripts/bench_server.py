@@ -522,6 +522,13 @@ def write_report(path: Path, data: dict[str, Any]) -> None:
             str(r["samples"]) for r in p["results"].values()) + " |")
         lines.append("| CPU us/token in that batch | " + " | ".join(
             f"{r['batch']['cpu_us_per_token']:.0f}" for r in p["results"].values()) + " |")
+        expected = {name: r["batch"]["cpu_s"] * 200 for name, r in p["results"].items()}
+        if any(r["samples"] < 0.5 * expected[name] for name, r in p["results"].items()):
+            lines += ["", "**Not a result:** py-spy kept far fewer samples than the API "
+                      "server's CPU time implies at 200 Hz (" + ", ".join(
+                          f"{name} {r['samples']} of about {expected[name]:.0f}"
+                          for name, r in p["results"].items()) +
+                      "), so these shares say nothing reliable about where the CPU goes."]
         lines.append("")
     lines += ["Raw results: " + f"`{path.with_suffix('.json').name}`; plot: "
               f"`{path.with_suffix('.png').name}`.", ""]
@@ -597,6 +604,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", default="1,8,32")
     p.add_argument("--shapes", default="reasoning,call")
     p.add_argument("--configs", default="none,builtin,harmony-ext")
+    p.add_argument("--cells", default="",
+                   help="only these cells, SHAPE:LENGTH:CONCURRENCY separated by commas "
+                        "(e.g. call:8k:1); default: every shape x length x concurrency")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--min-tokens", type=int, default=8192,
                    help="output tokens per batch at least (waves of requests)")
@@ -629,6 +639,11 @@ def main(argv: list[str] | None = None) -> int:
     lengths = parse_lengths(args.lengths)
     concs = [int(c) for c in args.concurrency.split(",")]
     shapes = args.shapes.split(",")
+    if args.cells:  # the shapes, lengths and concurrencies the cells name
+        parts = [x.split(":") for x in args.cells.split(",")]
+        shapes = list(dict.fromkeys(x[0] for x in parts))
+        lengths = sorted({parse_lengths(x[1])[0] for x in parts})
+        concs = sorted({int(x[2]) for x in parts})
     configs = args.configs.split(",")
     for s in shapes:
         if s not in SHAPES:
@@ -662,8 +677,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{max_len}: servers {'at once' if together else 'one at a time'}")
 
     # Cells, cheapest first: the budget cuts the most expensive ones.
+    if args.cells:
+        wanted = [(s, parse_lengths(n)[0], int(c))
+                  for s, n, c in (x.split(":") for x in args.cells.split(","))]
+    else:
+        wanted = [(s, n, c) for n in lengths for c in concs for s in shapes]
     cells = [{"shape": s, "tokens": n, "concurrency": c, "status": "pending", "runs": []}
-             for n in lengths for c in concs for s in shapes]
+             for s, n, c in wanted]
     for cell in cells:
         cell["ids"] = streams[cell["shape"], cell["tokens"]]
         cell["waves"] = max(1, math.ceil(args.min_tokens / (len(cell["ids"]) *
@@ -701,11 +721,15 @@ def main(argv: list[str] | None = None) -> int:
         for cell in cells:
             ids, conc, waves = cell["ids"], cell["concurrency"], cell["waves"]
             n_tokens = len(ids) * conc * waves
-            est_rate = rate.get(conc) or (min(rate.values()) if rate else None)
+            # Unmeasured concurrency: the rate of the nearest lower one measured (higher
+            # concurrency batches more requests per engine step, so this overestimates).
+            lower = [c for c in rate if c <= conc]
+            est_rate = rate.get(conc) or (rate[max(lower)] if lower else
+                                          (min(rate.values()) if rate else None))
             left = budget - (time.monotonic() - t_start)
             if est_rate:
-                # Longer outputs slow the engine (attention over the context): margin 1.5x.
-                est = n_tokens / est_rate * len(configs) * args.repeats * 1.5
+                # Longer outputs slow the engine (attention over the context): margin 1.25x.
+                est = n_tokens / est_rate * len(configs) * args.repeats * 1.25
                 if not together:
                     est += startup_s * args.repeats
                 if est > left:
