@@ -635,6 +635,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     t_start = time.monotonic()
+    commit = git_state()  # what runs: read at the start, not after the run
     budget = args.budget_minutes * 60
     lengths = parse_lengths(args.lengths)
     concs = [int(c) for c in args.concurrency.split(",")]
@@ -787,7 +788,7 @@ def main(argv: list[str] | None = None) -> int:
     from importlib.metadata import version
 
     data = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": git_state(),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
         "vllm": vllm_version(py),
         "openai": version("openai"),
         "machine": machine(), "command": " ".join(["scripts/bench_server.py", *sys.argv[1:]]),
