@@ -535,7 +535,9 @@ def write_report(path: Path, data: dict[str, Any]) -> None:
     path.write_text("\n".join(lines))
 
 
-def write_plot(json_path: Path) -> bool:
+def write_plot(json_path: Path, more: tuple[Path, ...] = (), png: Path | None = None) -> bool:
+    """The plot of ``json_path``'s results (and of ``more`` runs' cells, merged) in ``png``
+    (default: next to the JSON)."""
     try:
         import matplotlib
 
@@ -547,6 +549,10 @@ def write_plot(json_path: Path) -> bool:
               file=sys.stderr)
         return False
     data = json.loads(json_path.read_text())
+    for extra in more:
+        other = json.loads(extra.read_text())
+        data["cells"] += other["cells"]
+        data["shapes"] += [s for s in other["shapes"] if s not in data["shapes"]]
     colors = {"none": "#999999", "builtin": "#b2182b", "harmony-ext": "#2166ac"}
     concs = sorted({c["concurrency"] for c in data["cells"] if c["status"] == "ok"})
     styles = ["-", "--", ":", "-."]
@@ -580,9 +586,11 @@ def write_plot(json_path: Path) -> bool:
             ax.set_ylim(bottom=0)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8)
-    fig.suptitle(f"vLLM API server under streaming load (tiny model, CPU), {data['date']}")
+    runs = f"{len(more) + 1} runs from " if more else ""
+    fig.suptitle(f"vLLM API server under streaming load (tiny model, CPU), {runs}"
+                 f"{data['date']}")
     fig.tight_layout(rect=(0, 0.08, 1, 0.96))
-    fig.savefig(json_path.with_suffix(".png"), dpi=100)
+    fig.savefig(png or json_path.with_suffix(".png"), dpi=100)
     plt.close(fig)
     return True
 
@@ -621,13 +629,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile-cell", default="call,8k,8",
                    help="shape,length,concurrency of the profiled batch")
     p.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
-    p.add_argument("--plot-only", type=Path, help="redraw the plot from a results .json")
+    p.add_argument("--plot-only", type=Path, nargs="+",
+                   help="redraw the plot from results .json files (several: cells merged)")
+    p.add_argument("--plot-out", type=Path, help="with --plot-only: the .png to write")
     p.add_argument("--redraw", type=Path,
                    help="rewrite the report (--out) and its plot from a results .json")
     args = p.parse_args(argv)
 
     if args.plot_only:
-        return 0 if write_plot(args.plot_only) else 1
+        ok = write_plot(args.plot_only[0], tuple(args.plot_only[1:]), args.plot_out)
+        return 0 if ok else 1
     if args.redraw:
         write_report(args.out, json.loads(args.redraw.read_text()))
         if not write_plot(args.redraw):
