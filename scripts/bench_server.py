@@ -38,8 +38,17 @@ are listed as not run; nothing is extrapolated.
 Writes the report, its plot (``.png`` next to it; needs matplotlib, else a message) and the
 raw results (``.json`` next to it; ``--plot-only FILE.json`` redraws the plot from them with
 any Python that has matplotlib). Needs the vLLM environment (``scripts/setup_vllm_env.sh``),
-which has the ``openai`` client. ``--profile`` also samples each configuration's API server
-with py-spy during one extra batch of one cell and says where its CPU goes.
+which has the ``openai`` client.
+
+Two instruments explain the numbers, both loaded with ``vllm_ext.scripted`` in every
+configuration alike: the parse meter (``vllm_ext/parse_meter.py``) times every
+``HarmonyParser.parse_delta`` call, vLLM's parser or ours, so each batch also reports the
+parser's CPU per token and its share of the API server's CPU; and after the measured cells,
+one extra batch per configuration in each ``--profile-cells`` cell runs with the API
+server's CPU-time sampler on (``vllm_ext/cpu_profile.py``), which says where the rest goes
+(detokenization, pydantic, SSE serialisation, HTTP, engine IPC). A wall-clock sampler such
+as py-spy is no use here: with every core busy it charges the server for time spent
+waiting for a CPU.
 """
 
 from __future__ import annotations
@@ -52,10 +61,10 @@ import json
 import math
 import os
 import platform
-import shutil
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -166,9 +175,15 @@ class Server:
         self.name = name
         self.port = free_port()
         tool, reasoning, _ = CONFIGS[name]
+        # The parse meter (vllm_ext/parse_meter.py): CPU ns and calls of parse_delta.
+        self.meter = logdir / f"parse-meter-{name}.bin"
+        self.meter.write_bytes(bytes(16))
+        # The CPU-time sampler (vllm_ext/cpu_profile.py): SIGUSR1 starts it, SIGUSR1 writes.
+        self.profile = logdir / f"cpu-profile-{name}.txt"
         env = dict(os.environ, TOOL_PARSER=tool, REASONING_PARSER=reasoning,
                    VENV_VLLM=str(venv), TINY_MODEL_DIR=str(model_dir),
-                   VLLM_CPU_KVCACHE_SPACE=str(kv_gb))
+                   VLLM_CPU_KVCACHE_SPACE=str(kv_gb), HARMONY_EXT_PARSE_METER=str(self.meter),
+                   HARMONY_EXT_CPU_PROFILE=str(self.profile))
         self.log_path = logdir / f"server-{name}.log"
         self.log_file = self.log_path.open("w")
         cmd = ["bash", str(ROOT / "scripts" / "vllm_tiny_server.sh"), str(self.port),
@@ -179,6 +194,11 @@ class Server:
         self.pid = self.proc.pid
         self.started = time.monotonic()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
+
+    def parse_meter(self) -> tuple[int, int]:
+        """(CPU ns, calls) spent in the parser's parse_delta so far."""
+        ns, calls = struct.unpack("<QQ", self.meter.read_bytes()[:16])
+        return ns, calls
 
     def ready(self) -> bool:
         if self.proc.poll() is not None:
@@ -281,13 +301,13 @@ async def run_batch(server: Server, shape: str, ids: list[int], conc: int,
     args = request_args(server.name, shape, ids)
     async with AsyncOpenAI(base_url=server.base_url, api_key="none", timeout=3600,
                            max_retries=0) as client:
-        cpu0 = cpu_seconds(server.pid)
+        cpu0, parse0 = cpu_seconds(server.pid), server.parse_meter()
         t0 = time.perf_counter()
         results = []
         for _ in range(waves):
             results += await asyncio.gather(*(one_request(client, args) for _ in range(conc)))
         wall = time.perf_counter() - t0
-        cpu1 = cpu_seconds(server.pid)
+        cpu1, parse1 = cpu_seconds(server.pid), server.parse_meter()
     tokens = sum(r["tokens"] for r in results)
     gaps = [b - a for r in results for a, b in zip(r["times"], r["times"][1:], strict=False)]
     ttfts = [r["times"][0] - r["start"] for r in results if r["times"]]
@@ -298,6 +318,10 @@ async def run_batch(server: Server, shape: str, ids: list[int], conc: int,
         "tokens": tokens, "expected_tokens": len(ids) * conc * waves, "requests": len(results),
         "wall_s": wall, "cpu_s": cpu1 - cpu0,
         "cpu_us_per_token": (cpu1 - cpu0) / tokens * 1e6 if tokens else math.nan,
+        "parse_calls": parse1[1] - parse0[1],
+        "parse_us_per_token": (parse1[0] - parse0[0]) / tokens / 1e3 if tokens else math.nan,
+        "parse_share_pct": ((parse1[0] - parse0[0]) / 1e9 / (cpu1 - cpu0) * 100
+                            if cpu1 > cpu0 else math.nan),
         "ttft_ms": statistics.median(ttfts) * 1e3 if ttfts else math.nan,
         "itl_p50_ms": percentile(gaps, 0.5) * 1e3, "itl_p99_ms": percentile(gaps, 0.99) * 1e3,
         "tokens_per_s": tokens / wall, "chunks": sum(len(r["times"]) for r in results),
@@ -340,33 +364,29 @@ def categorise(stack: list[str]) -> str:
     return "other"
 
 
-def profile_batch(server: Server, py_spy: str, shape: str, ids: list[int], conc: int,
-                  waves: int, out: Path) -> dict[str, Any]:
-    """One extra batch with py-spy sampling the API server; samples per category."""
-    raw = out / f"profile-{server.name}.txt"
-    spy = subprocess.Popen([py_spy, "record", "--pid", str(server.pid), "--rate", "200",
-                            "--format", "raw", "--output", str(raw), "--nonblocking"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    time.sleep(1.0)
+def profile_batch(server: Server, shape: str, ids: list[int], conc: int, waves: int,
+                  out: Path) -> dict[str, Any]:
+    """One extra batch with the API server's CPU-time sampler on; samples per category."""
+    server.profile.unlink(missing_ok=True)
+    os.kill(server.pid, signal.SIGUSR1)  # start sampling
     batch = asyncio.run(run_batch(server, shape, ids, conc, waves))
-    spy.send_signal(signal.SIGINT)
-    try:
-        spy.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        spy.kill()
-        spy.wait()
+    os.kill(server.pid, signal.SIGUSR1)  # stop, write
+    deadline = time.monotonic() + 30
+    while not server.profile.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
     counts: Counter = Counter()
-    if raw.exists():
-        for line in raw.read_text().splitlines():
+    raw = out / f"profile-{server.name}-{shape}-{len(ids)}-c{conc}.txt"
+    if server.profile.exists():
+        text = server.profile.read_text()
+        lines = sorted(text.splitlines(), key=lambda x: -int(x.rpartition(" ")[2]))
+        raw.write_text("\n".join(lines) + "\n")
+        for line in lines:
             stack_text, _, n = line.rpartition(" ")
-            if not n.isdigit():
-                continue
-            stack = stack_text.split(";")
-            counts[categorise(stack)] += int(n)
+            counts[categorise(stack_text.split(";"))] += int(n)
     total = sum(counts.values())
     return {"batch": batch, "samples": total,
             "shares": {k: v / total for k, v in counts.most_common()} if total else {},
-            "raw": str(raw)}
+            "raw": raw.name}
 
 
 # -- the run ---------------------------------------------------------------------------------------
@@ -386,6 +406,8 @@ def verdict(ours: dict[str, float], other: dict[str, float], lower_is_better: bo
 
 METRICS = [  # key, label, lower is better, format
     ("cpu_us_per_token", "API-server CPU us/token", True, "{:.0f}"),
+    ("parse_us_per_token", "parser CPU us/token (inside parse_delta)", True, "{:.1f}"),
+    ("parse_share_pct", "parser share of the API server's CPU, %", True, "{:.0f}"),
     ("ttft_ms", "TTFT ms", True, "{:.0f}"),
     ("itl_p50_ms", "ITL p50 ms", True, "{:.1f}"),
     ("itl_p99_ms", "ITL p99 ms", True, "{:.1f}"),
@@ -502,37 +524,43 @@ def write_report(path: Path, data: dict[str, Any]) -> None:
             row.append(", ".join(f"{k} {v}" for k, v in sorted(got.items())) or "-")
         lines.append("| " + " | ".join(row) + " |")
     lines.append("")
-    if data.get("profile"):
-        p = data["profile"]
-        lines += ["## Where the API server's CPU goes (py-spy)", "",
-                  f"One extra batch per configuration at {p['shape']}, {p['tokens']} tokens, "
-                  f"concurrency {p['concurrency']}, sampled by `py-spy record --rate 200` "
-                  "(all threads; py-spy leaves out idle threads, such as the event loop "
-                  "waiting). Each sample goes to the first category, in the table's order, "
-                  "that any frame of its stack belongs to (by file and function names): "
-                  "'parser' is everything under the parser's calls, pydantic objects it "
-                  "builds included.", ""]
-        cats = [c for c, _ in CATEGORIES] + ["other"]
-        lines += ["| category | " + " | ".join(p["results"]) + " |",
-                  "|---|" + "---:|" * len(p["results"])]
-        for cat in cats:
+    for p in data.get("profiles", []):
+        lines += [f"## Where the API server's CPU goes: {p['shape']}, {p['tokens']} tokens, "
+                  f"concurrency {p['concurrency']}", ""]
+        if p["status"] != "ok":
+            lines += [p["status"], ""]
+            continue
+        res = p["results"]
+        lines += ["One extra batch per configuration with the API server's CPU-time sampler "
+                  "on (`vllm_ext/cpu_profile.py`: a sample per millisecond of the process's "
+                  "CPU, user and kernel, charged to the Python line running or calling into "
+                  "C). Each sample goes to the first category, in the table's order, that a "
+                  "frame of its stack belongs to, by file and function: 'parser' is "
+                  "everything under the parser's calls, the pydantic objects it builds "
+                  "included. Each cell: CPU us per streamed token (share of the API "
+                  "server's CPU). The parse meter's row times `parse_delta` directly.", "",
+                  "| category | " + " | ".join(res) + " |",
+                  "|---|" + "---:|" * len(res)]
+        for cat in [c for c, _ in CATEGORIES] + ["other"]:
             lines.append(f"| {cat} | " + " | ".join(
-                f"{r['shares'].get(cat, 0) * 100:.0f}%" for r in p["results"].values()) + " |")
-        lines.append("| samples | " + " | ".join(
-            str(r["samples"]) for r in p["results"].values()) + " |")
-        lines.append("| CPU us/token in that batch | " + " | ".join(
-            f"{r['batch']['cpu_us_per_token']:.0f}" for r in p["results"].values()) + " |")
-        expected = {name: r["batch"]["cpu_s"] * 200 for name, r in p["results"].items()}
-        if any(r["samples"] < 0.5 * expected[name] for name, r in p["results"].items()):
-            lines += ["", "**Not a result:** py-spy kept far fewer samples than the API "
-                      "server's CPU time implies at 200 Hz (" + ", ".join(
-                          f"{name} {r['samples']} of about {expected[name]:.0f}"
-                          for name, r in p["results"].items()) +
-                      "), so these shares say nothing reliable about where the CPU goes."]
+                f"{r['shares'].get(cat, 0) * r['batch']['cpu_us_per_token']:.1f} "
+                f"({r['shares'].get(cat, 0) * 100:.0f}%)" for r in res.values()) + " |")
+        lines.append("| **all (from /proc)** | " + " | ".join(
+            f"{r['batch']['cpu_us_per_token']:.1f}" for r in res.values()) + " |")
+        lines.append("| parse meter: inside `parse_delta` | " + " | ".join(
+            f"{r['batch']['parse_us_per_token']:.1f} ({r['batch']['parse_share_pct']:.0f}%)"
+            for r in res.values()) + " |")
+        lines.append("| samples | " + " | ".join(str(r["samples"]) for r in res.values())
+                     + " |")
         lines.append("")
     lines += ["Raw results: " + f"`{path.with_suffix('.json').name}`; plot: "
               f"`{path.with_suffix('.png').name}`.", ""]
     path.write_text("\n".join(lines))
+
+
+PLOTTED = (("cpu_us_per_token", "API-server CPU us/token"),
+           ("parse_us_per_token", "parser CPU us/token (parse meter)"),
+           ("itl_p99_ms", "ITL p99 ms"))
 
 
 def write_plot(json_path: Path, more: tuple[Path, ...] = (), png: Path | None = None) -> bool:
@@ -556,18 +584,18 @@ def write_plot(json_path: Path, more: tuple[Path, ...] = (), png: Path | None = 
     colors = {"none": "#999999", "builtin": "#b2182b", "harmony-ext": "#2166ac"}
     concs = sorted({c["concurrency"] for c in data["cells"] if c["status"] == "ok"})
     styles = ["-", "--", ":", "-."]
-    fig, axes = plt.subplots(2, len(data["shapes"]), figsize=(6 * len(data["shapes"]), 8),
+    fig, axes = plt.subplots(len(PLOTTED), len(data["shapes"]),
+                             figsize=(6 * len(data["shapes"]), 4 * len(PLOTTED)),
                              squeeze=False)
     for col, shape in enumerate(data["shapes"]):
-        for row, (key, label) in enumerate((("cpu_us_per_token", "API-server CPU us/token"),
-                                            ("itl_p99_ms", "ITL p99 ms"))):
+        for row, (key, label) in enumerate(PLOTTED):
             ax = axes[row][col]
             for config in data["configs"]:
                 for i, conc in enumerate(concs):
                     pts = [(c["tokens"], c["summary"][config][key])
                            for c in data["cells"] if c["status"] == "ok"
                            and c["shape"] == shape and c["concurrency"] == conc
-                           and config in c["summary"]]
+                           and config in c["summary"] and key in c["summary"][config]]
                     if not pts:
                         continue
                     pts.sort()
@@ -624,11 +652,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model-dir", type=Path, default=ROOT / ".cache" / "tiny-gpt-oss")
     p.add_argument("--one-at-a-time", action="store_true",
                    help="never run the servers at once (default: at once if memory allows)")
-    p.add_argument("--profile", action="store_true",
-                   help="sample each API server with py-spy during one extra batch")
-    p.add_argument("--profile-cell", default="call,8k,8",
-                   help="shape,length,concurrency of the profiled batch")
-    p.add_argument("--py-spy", default=shutil.which("py-spy") or "py-spy")
+    p.add_argument("--profile-cells", default="call:32k:1,reasoning:1k:8",
+                   help="after the measured cells, one extra batch per configuration in each "
+                        "of these cells (SHAPE:LENGTH:CONCURRENCY, commas) with the API "
+                        "server's CPU-time sampler on; '' for none")
+    p.add_argument("--profile-min-tokens", type=int, default=32768,
+                   help="output tokens per profiled batch at least (default 32768)")
+    p.add_argument("--profile-minutes", type=float, default=10,
+                   help="of the budget, kept for the profiled batches (default 10)")
     p.add_argument("--plot-only", type=Path, nargs="+",
                    help="redraw the plot from results .json files (several: cells merged)")
     p.add_argument("--plot-out", type=Path, help="with --plot-only: the .png to write")
@@ -671,12 +702,23 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         p.error("the openai client is missing: run this with the vLLM venv's Python")
 
+    profile_cells = [(x[0], parse_lengths(x[1])[0], int(x[2]))
+                     for x in (c.split(":") for c in args.profile_cells.split(",") if c)]
+    for shape, *_ in profile_cells:
+        if shape not in SHAPES:
+            p.error(f"unknown shape {shape} in --profile-cells; known: {', '.join(SHAPES)}")
+    cells_budget = budget - (args.profile_minutes * 60 if profile_cells else 0)
+
     log("building the token streams")
     streams = build_streams(shapes, lengths)
+    for shape, n, _ in profile_cells:
+        if (shape, n) not in streams:
+            streams[shape, n] = build_streams([shape], [n])[shape, n]
     warm = build_streams(shapes, [512])
     max_len = max(len(ids) for ids in streams.values()) + PROMPT_ROOM
     # KV cache: 2 layers x (K, V) x 2 heads x 32 x 4 bytes at most, per token.
-    kv_gb = max(1, math.ceil(max(concs) * max_len * 1024 * 1.5 / 2**30))
+    top_conc = max(concs + [c for *_, c in profile_cells])
+    kv_gb = max(1, math.ceil(top_conc * max_len * 1024 * 1.5 / 2**30))
     subprocess.run([str(py), str(ROOT / "scripts" / "make_tiny_model.py"),
                     str(args.model_dir)], check=True)
 
@@ -708,7 +750,7 @@ def main(argv: list[str] | None = None) -> int:
     servers: dict[str, Server] = {}
     idle: dict[str, float] = {}
     rate: dict[int, float] = {}  # concurrency -> measured tokens/s (slowest configuration)
-    profile: dict[str, Any] | None = None
+    profiles: list[dict[str, Any]] = []
 
     def start(names: list[str]) -> None:
         for name in names:
@@ -738,7 +780,7 @@ def main(argv: list[str] | None = None) -> int:
             lower = [c for c in rate if c <= conc]
             est_rate = rate.get(conc) or (rate[max(lower)] if lower else
                                           (min(rate.values()) if rate else None))
-            left = budget - (time.monotonic() - t_start)
+            left = cells_budget - (time.monotonic() - t_start)
             if est_rate:
                 # Longer outputs slow the engine (attention over the context): margin 1.25x.
                 est = n_tokens / est_rate * len(configs) * args.repeats * 1.25
@@ -774,23 +816,34 @@ def main(argv: list[str] | None = None) -> int:
                 c: {key: summarise([r[key] for r in cell["runs"] if r["config"] == c])
                     for key, *_ in METRICS}
                 for c in configs}
-        if args.profile:
-            shape, n, conc = args.profile_cell.split(",")
-            n_tok, conc_i = parse_lengths(n)[0], int(conc)
-            if (shape, n_tok) not in streams:
-                streams[shape, n_tok] = build_streams([shape], [n_tok])[shape, n_tok]
-            ids = streams[shape, n_tok]
+        for pshape, n_tok, pconc in profile_cells:
+            ids = streams[pshape, n_tok]
+            waves = max(1, math.ceil(args.profile_min_tokens / (len(ids) * pconc)))
+            n_tokens = len(ids) * pconc * waves
+            est_rate = rate.get(pconc) or (min(rate.values()) if rate else None)
+            left = budget - (time.monotonic() - t_start)
+            entry: dict[str, Any] = {"shape": pshape, "tokens": len(ids), "concurrency": pconc}
+            if est_rate and n_tokens / est_rate * len(configs) * 1.25 > left:
+                entry["status"] = (f"not run: estimated "
+                                   f"{n_tokens / est_rate * len(configs) * 1.25 / 60:.1f} min, "
+                                   f"{left / 60:.1f} min left in the budget")
+                log(f"skip profile {pshape} {n_tok} x{pconc}: {entry['status']}")
+                profiles.append(entry)
+                continue
+            log(f"profile {pshape}, {len(ids)} tokens, concurrency {pconc}")
             results = {}
             for name in configs:
-                if together is False:
+                if not together:
                     start([name])
-                results[name] = profile_batch(servers[name], args.py_spy, shape, ids, conc_i,
-                                              1, args.out.parent)
-                if together is False:
+                results[name] = profile_batch(servers[name], pshape, ids, pconc, waves,
+                                              args.out.parent)
+                if not together:
                     stop([name])
-                log(f"profile {name}: {results[name]['shares']}")
-            profile = {"shape": shape, "tokens": len(ids), "concurrency": conc_i,
-                       "results": results}
+                shares = ", ".join(f"{k} {v * 100:.0f}%"
+                                   for k, v in results[name]["shares"].items())
+                log(f"  {name:12} {results[name]['samples']} samples: {shares}")
+            entry.update(status="ok", results=results)
+            profiles.append(entry)
     finally:
         stop(list(servers))
 
@@ -806,7 +859,7 @@ def main(argv: list[str] | None = None) -> int:
         "wall_s": time.monotonic() - t_start, "budget_minutes": args.budget_minutes,
         "configs": configs, "shapes": shapes, "lengths": lengths, "concurrency": concs,
         "repeats": args.repeats, "min_tokens": args.min_tokens, "max_model_len": max_len,
-        "together": together, "idle_cpu_ms_per_s": idle, "cells": cells, "profile": profile,
+        "together": together, "idle_cpu_ms_per_s": idle, "cells": cells, "profiles": profiles,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     json_path = args.out.with_suffix(".json")

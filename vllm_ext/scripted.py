@@ -33,6 +33,11 @@ appended). With ``ignore_eos`` the processor keeps forcing ``<|return|>`` until
 A malformed script is rejected before it reaches the engine, by ``validate_params``
 (run per request in the API server), which vLLM turns into HTTP 400. Requests
 without a script get no per-request state and are never touched.
+
+With ``HARMONY_EXT_PARSE_METER`` set, importing this module also installs
+:mod:`vllm_ext.parse_meter` (the benchmark's measure of parsing's CPU); with
+``HARMONY_EXT_CPU_PROFILE`` set, the first request validated arms :mod:`vllm_ext.cpu_profile`
+in the API server.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -48,6 +54,8 @@ import torch
 from vllm.exceptions import VLLMValidationError
 from vllm.v1.sample.logits_processor import AdapterLogitsProcessor
 
+from . import cpu_profile, parse_meter
+
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
     from vllm.sampling_params import SamplingParams
@@ -55,6 +63,10 @@ if TYPE_CHECKING:
 __all__ = ["SCRIPT_IDS_KEY", "SCRIPT_TEXT_KEY", "Script", "ScriptedOutputProcessor", "read_script"]
 
 logger = logging.getLogger(__name__)
+
+if os.environ.get(parse_meter.ENV):  # a benchmark asks what parsing costs this server
+    parse_meter.install(os.environ[parse_meter.ENV])
+_CPU_PROFILE = os.environ.get(cpu_profile.ENV, "")  # ... and where its CPU goes
 
 SCRIPT_TEXT_KEY = "script_text"
 SCRIPT_IDS_KEY = "script_ids"
@@ -147,6 +159,8 @@ class ScriptedOutputProcessor(AdapterLogitsProcessor):
     @classmethod
     def validate_params(cls, sampling_params: SamplingParams) -> None:
         """Reject malformed scripts at admission (API server process) with HTTP 400."""
+        if _CPU_PROFILE and not cpu_profile.tried():  # the API server: arm it here
+            cpu_profile.install(_CPU_PROFILE)
         read_script(sampling_params.extra_args)
 
     def __init__(self, vllm_config: VllmConfig, device: torch.device, is_pin_memory: bool):
