@@ -41,8 +41,8 @@ any Python that has matplotlib). Needs the vLLM environment (``scripts/setup_vll
 which has the ``openai`` client.
 
 Two instruments explain the numbers, both loaded with ``vllm_ext.scripted`` in every
-configuration alike: the parse meter (``vllm_ext/parse_meter.py``) times every
-``HarmonyParser.parse_delta`` call, vLLM's parser or ours, so each batch also reports the
+configuration alike: the parse meter (``vllm_ext/parse_meter.py``) times one in 16
+``HarmonyParser.parse_delta`` calls, vLLM's parser or ours, so each batch also reports the
 parser's CPU per token and its share of the API server's CPU; and after the measured cells,
 one extra batch per configuration in each ``--profile-cells`` cell runs with the API
 server's CPU-time sampler on (``vllm_ext/cpu_profile.py``), which says where the rest goes
@@ -171,19 +171,21 @@ def children(pid: int) -> list[str]:
 
 class Server:
     def __init__(self, name: str, venv: Path, model_dir: Path, max_len: int, kv_gb: int,
-                 logdir: Path) -> None:
-        self.name = name
+                 logdir: Path, meter_every: int = 16, config: str | None = None) -> None:
+        self.name, self.config = name, config or name
         self.port = free_port()
-        tool, reasoning, _ = CONFIGS[name]
+        tool, reasoning, _ = CONFIGS[self.config]
         # The parse meter (vllm_ext/parse_meter.py): CPU ns and calls of parse_delta.
         self.meter = logdir / f"parse-meter-{name}.bin"
-        self.meter.write_bytes(bytes(16))
+        self.meter.write_bytes(bytes(24))
+        meter = {"HARMONY_EXT_PARSE_METER": str(self.meter),
+                 "HARMONY_EXT_PARSE_METER_EVERY": str(meter_every)} if meter_every else {}
         # The CPU-time sampler (vllm_ext/cpu_profile.py): SIGUSR1 starts it, SIGUSR1 writes.
         self.profile = logdir / f"cpu-profile-{name}.txt"
         env = dict(os.environ, TOOL_PARSER=tool, REASONING_PARSER=reasoning,
                    VENV_VLLM=str(venv), TINY_MODEL_DIR=str(model_dir),
-                   VLLM_CPU_KVCACHE_SPACE=str(kv_gb), HARMONY_EXT_PARSE_METER=str(self.meter),
-                   HARMONY_EXT_CPU_PROFILE=str(self.profile))
+                   VLLM_CPU_KVCACHE_SPACE=str(kv_gb), HARMONY_EXT_CPU_PROFILE=str(self.profile),
+                   **meter)
         self.log_path = logdir / f"server-{name}.log"
         self.log_file = self.log_path.open("w")
         cmd = ["bash", str(ROOT / "scripts" / "vllm_tiny_server.sh"), str(self.port),
@@ -195,10 +197,9 @@ class Server:
         self.started = time.monotonic()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
 
-    def parse_meter(self) -> tuple[int, int]:
-        """(CPU ns, calls) spent in the parser's parse_delta so far."""
-        ns, calls = struct.unpack("<QQ", self.meter.read_bytes()[:16])
-        return ns, calls
+    def parse_meter(self) -> tuple[int, int, int]:
+        """The parse meter's totals: (CPU ns of the timed calls, timed calls, all calls)."""
+        return struct.unpack("<QQQ", self.meter.read_bytes()[:24])
 
     def ready(self) -> bool:
         if self.proc.poll() is not None:
@@ -298,7 +299,7 @@ async def run_batch(server: Server, shape: str, ids: list[int], conc: int,
                     waves: int) -> dict[str, Any]:
     from openai import AsyncOpenAI
 
-    args = request_args(server.name, shape, ids)
+    args = request_args(server.config, shape, ids)
     async with AsyncOpenAI(base_url=server.base_url, api_key="none", timeout=3600,
                            max_retries=0) as client:
         cpu0, parse0 = cpu_seconds(server.pid), server.parse_meter()
@@ -309,6 +310,9 @@ async def run_batch(server: Server, shape: str, ids: list[int], conc: int,
         wall = time.perf_counter() - t0
         cpu1, parse1 = cpu_seconds(server.pid), server.parse_meter()
     tokens = sum(r["tokens"] for r in results)
+    # The meter times one call in N: scale the timed calls' CPU to all calls.
+    calls, timed = parse1[2] - parse0[2], parse1[1] - parse0[1]
+    parse_s = (parse1[0] - parse0[0]) / 1e9 * calls / timed if timed else math.nan
     gaps = [b - a for r in results for a, b in zip(r["times"], r["times"][1:], strict=False)]
     ttfts = [r["times"][0] - r["start"] for r in results if r["times"]]
     got: Counter = Counter()
@@ -318,10 +322,9 @@ async def run_batch(server: Server, shape: str, ids: list[int], conc: int,
         "tokens": tokens, "expected_tokens": len(ids) * conc * waves, "requests": len(results),
         "wall_s": wall, "cpu_s": cpu1 - cpu0,
         "cpu_us_per_token": (cpu1 - cpu0) / tokens * 1e6 if tokens else math.nan,
-        "parse_calls": parse1[1] - parse0[1],
-        "parse_us_per_token": (parse1[0] - parse0[0]) / tokens / 1e3 if tokens else math.nan,
-        "parse_share_pct": ((parse1[0] - parse0[0]) / 1e9 / (cpu1 - cpu0) * 100
-                            if cpu1 > cpu0 else math.nan),
+        "parse_calls": calls, "parse_timed_calls": timed,
+        "parse_us_per_token": parse_s / tokens * 1e6 if tokens else math.nan,
+        "parse_share_pct": parse_s / (cpu1 - cpu0) * 100 if cpu1 > cpu0 else math.nan,
         "ttft_ms": statistics.median(ttfts) * 1e3 if ttfts else math.nan,
         "itl_p50_ms": percentile(gaps, 0.5) * 1e3, "itl_p99_ms": percentile(gaps, 0.99) * 1e3,
         "tokens_per_s": tokens / wall, "chunks": sum(len(r["times"]) for r in results),
@@ -656,6 +659,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="after the measured cells, one extra batch per configuration in each "
                         "of these cells (SHAPE:LENGTH:CONCURRENCY, commas) with the API "
                         "server's CPU-time sampler on; '' for none")
+    p.add_argument("--meter-every", type=int, default=16,
+                   help="the parse meter times one parse_delta call in N (default 16; 0: "
+                        "no meter)")
     p.add_argument("--profile-min-tokens", type=int, default=32768,
                    help="output tokens per profiled batch at least (default 32768)")
     p.add_argument("--profile-minutes", type=float, default=10,
@@ -755,7 +761,7 @@ def main(argv: list[str] | None = None) -> int:
     def start(names: list[str]) -> None:
         for name in names:
             servers[name] = Server(name, args.venv_vllm, args.model_dir, max_len, kv_gb,
-                                   logdir)
+                                   logdir, args.meter_every)
         wait_ready([servers[n] for n in names], timeout=600)
         for name in names:  # warm-up: a short request of each shape
             for shape in shapes:

@@ -6,11 +6,15 @@ for vLLM's own gpt-oss parsers and for ours alike. vLLM's chat stream calls
 decode step per request, on the event-loop thread, so the thread CPU time spent inside
 that call is the parser's cost, whoever's parser it is.
 
+Reading a thread's CPU clock is a system call, which costs more than our whole parse of a
+token, so the meter times one call in ``every`` (``HARMONY_EXT_PARSE_METER_EVERY``, default
+16), counting every call, and the benchmark scales the timed total by calls / timed calls.
+
 Installed by :mod:`vllm_ext.scripted` (loaded only when named on a test or benchmark
-server's command line) when ``HARMONY_EXT_PARSE_METER`` names a 16-byte file: every call
-then writes the running totals there as two little-endian uint64, CPU nanoseconds and calls,
-which the benchmark reads from outside the process before and after each batch. A
-setup failure is logged and leaves the server unmetered, never down.
+server's command line) when ``HARMONY_EXT_PARSE_METER`` names a 24-byte file: the running
+totals are kept there as three little-endian uint64 (CPU ns of the timed calls, timed
+calls, all calls), which the benchmark reads from outside the process before and after
+each batch. A setup failure is logged and leaves the server unmetered, never down.
 """
 
 from __future__ import annotations
@@ -24,17 +28,19 @@ from typing import Any
 logger = logging.getLogger("vllm.harmony_ext")
 
 ENV = "HARMONY_EXT_PARSE_METER"
-LAYOUT = struct.Struct("<QQ")  # CPU ns inside parse_delta, calls
+EVERY_ENV = "HARMONY_EXT_PARSE_METER_EVERY"
+LAYOUT = struct.Struct("<QQQ")  # CPU ns of the timed calls, timed calls, all calls
 
 
-def read(path: str) -> tuple[int, int]:
-    """The totals in a meter file: (CPU ns, calls)."""
+def read(path: str) -> tuple[int, int, int]:
+    """The totals in a meter file: (CPU ns of the timed calls, timed calls, all calls)."""
     with open(path, "rb") as f:
         return LAYOUT.unpack(f.read(LAYOUT.size))
 
 
-def install(path: str) -> bool:
-    """Time every ``parse_delta`` of every ``HarmonyParser`` built from now on."""
+def install(path: str, every: int = 16) -> bool:
+    """Time one in ``every`` ``parse_delta`` call of every ``HarmonyParser`` built from now on
+    (all of them with ``every=1``), and count them all."""
     try:
         from vllm.parser.harmony import HarmonyParser
 
@@ -43,10 +49,11 @@ def install(path: str) -> bool:
     except Exception:
         logger.exception("parse meter: not installed (%s=%s)", ENV, path)
         return False
-    totals = [0, 0]
+    every = max(1, every)
+    totals = [0, 0, 0]
     clock = time.thread_time_ns
-    # A thread-CPU clock read is a system call (about 0.5 us here); each timed interval holds
-    # about one read's worth of it, which is taken off (the fastest of many back-to-back reads).
+    # Each timed interval holds about one clock read's worth of the system call, which is
+    # taken off (the fastest of many back-to-back reads).
     cost = min(-clock() + clock() for _ in range(1000))
     pack = LAYOUT.pack_into
     built = HarmonyParser.__init__
@@ -56,17 +63,20 @@ def install(path: str) -> bool:
         inner = self.parse_delta  # the subclass's own, for our parser
 
         def parse_delta(*a: Any, **kw: Any) -> Any:
+            totals[2] += 1
+            if totals[2] % every:
+                return inner(*a, **kw)
             start = clock()
             try:
                 return inner(*a, **kw)
             finally:
                 totals[0] += max(0, clock() - start - cost)
                 totals[1] += 1
-                pack(view, 0, totals[0], totals[1])
+                pack(view, 0, *totals)
 
         self.parse_delta = parse_delta
 
     HarmonyParser.__init__ = __init__
-    logger.info("parse meter: timing HarmonyParser.parse_delta into %s (clock read %d ns)",
-                path, cost)
+    logger.info("parse meter: timing one HarmonyParser.parse_delta call in %d into %s "
+                "(clock read %d ns)", every, path, cost)
     return True

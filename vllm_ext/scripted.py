@@ -65,7 +65,8 @@ __all__ = ["SCRIPT_IDS_KEY", "SCRIPT_TEXT_KEY", "Script", "ScriptedOutputProcess
 logger = logging.getLogger(__name__)
 
 if os.environ.get(parse_meter.ENV):  # a benchmark asks what parsing costs this server
-    parse_meter.install(os.environ[parse_meter.ENV])
+    parse_meter.install(os.environ[parse_meter.ENV],
+                        int(os.environ.get(parse_meter.EVERY_ENV) or 16))
 _CPU_PROFILE = os.environ.get(cpu_profile.ENV, "")  # ... and where its CPU goes
 
 SCRIPT_TEXT_KEY = "script_text"
