@@ -457,6 +457,35 @@ def fmt_cell(s: dict[str, float] | None, fmt: str) -> str:
     return f"{fmt.format(s['median'])} ({fmt.format(s['min'])}-{fmt.format(s['max'])})"
 
 
+def summary(data: dict[str, Any]) -> list[str]:
+    """The headline table (the README copies it): per measured cell, the API server's CPU
+    per token with harmony-ext's verdicts, the parsers' CPU per token and share, ITL p99."""
+    have = [c for c in ("none", "builtin", "harmony-ext") if c in data["configs"]]
+    lines = ["| shape | tokens | conc. | API-server CPU us/token: " + ", ".join(have) +
+             " | ours vs builtin | ours vs none | parser us/token (share of the server's "
+             "CPU): " + ", ".join(have) + " | ITL p99 ms: " + ", ".join(have) + " |",
+             "|---|---:|---:|---|---|---|---|---|"]
+    for cell in data["cells"]:
+        if cell["status"] != "ok":
+            continue
+        s = cell["summary"]
+
+        def col(key: str, fmt: str, s: dict[str, Any] = s) -> str:
+            return "; ".join(fmt_cell(s[c].get(key), fmt) for c in have)
+
+        verdicts = [verdict(s["harmony-ext"]["cpu_us_per_token"], s[o]["cpu_us_per_token"],
+                            True) if o in s and "harmony-ext" in s else "-"
+                    for o in ("builtin", "none")]
+        parse = "; ".join(
+            f"{s[c]['parse_us_per_token']['median']:.1f} "
+            f"({s[c]['parse_share_pct']['median']:.0f}%)" if "parse_us_per_token" in s[c]
+            else "-" for c in have)
+        lines.append(f"| {cell['shape']} | {cell['tokens']} | {cell['concurrency']} | "
+                     f"{col('cpu_us_per_token', '{:.0f}')} | {verdicts[0]} | {verdicts[1]} | "
+                     f"{parse} | {col('itl_p99_ms', '{:.1f}')} |")
+    return lines
+
+
 def write_report(path: Path, data: dict[str, Any]) -> None:
     lines = [
         "# API-server cost of Harmony parsing under streaming load (vLLM)",
@@ -489,6 +518,10 @@ def write_report(path: Path, data: dict[str, Any]) -> None:
             f"{c} {v:.1f}" for c, v in data["idle_cpu_ms_per_s"].items()) + ".",
         "",
     ]
+    lines += ["## Summary", "",
+              "Medians of the repeats, min-max in brackets; parser: median CPU inside "
+              "`parse_delta` per token (the parse meter) and its median share of the API "
+              "server's CPU.", "", *summary(data), ""]
     for key, label, lower, fmt in METRICS:
         lines += [f"## {label}", "",
                   "| shape | tokens | concurrency | " + " | ".join(data["configs"]) +

@@ -14,8 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Built-in parser and ours, each fed one request's ids one at a time; prints what each
-# streamed and the meter's totals.
+# Built-in parser and ours, each fed one request's ids one at a time (the meter times every
+# second call of the process here); prints what each streamed and the meter's totals.
 SCRIPT = r"""
 import json, sys
 from transformers import AutoTokenizer
@@ -50,7 +50,7 @@ print(json.dumps(out))
 
 
 def run(tmp_path: Path, meter: Path | str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, HARMONY_EXT_PARSE_METER=str(meter),
+    env = dict(os.environ, HARMONY_EXT_PARSE_METER=str(meter), HARMONY_EXT_PARSE_METER_EVERY="2",
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "tok"), str(meter)],
                           capture_output=True, text=True, env=env, timeout=300, check=False)
@@ -58,7 +58,7 @@ def run(tmp_path: Path, meter: Path | str) -> subprocess.CompletedProcess:
 
 def test_the_meter_counts_every_parse_delta_of_either_parser_and_changes_nothing(tmp_path):
     meter = tmp_path / "meter.bin"
-    meter.write_bytes(bytes(16))
+    meter.write_bytes(bytes(24))
     proc = run(tmp_path, meter)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.splitlines()[-1])
@@ -66,10 +66,12 @@ def test_the_meter_counts_every_parse_delta_of_either_parser_and_changes_nothing
     # What each parser streamed, by the contract: the meter only watches.
     assert out["openai"] == {"reasoning": "Think.", "content": "Hi!"}
     assert out["harmony-ext"] == {"reasoning": "Think.", "content": "Hi!"}
-    ns_builtin, calls_builtin = out["openai meter"]
-    ns_all, calls_all = out["harmony-ext meter"]
+    ns_builtin, timed_builtin, calls_builtin = out["openai meter"]
+    ns_all, timed_all, calls_all = out["harmony-ext meter"]
     assert calls_builtin == n  # one call per delta, vLLM's own parser
     assert calls_all == 2 * n  # and ours, a subclass that overrides parse_delta
+    # Every second call of the process is timed: of calls 1..n, then of 1..2n.
+    assert (timed_builtin, timed_all) == (n // 2, n)
     assert 0 < ns_builtin < ns_all
 
 
