@@ -428,27 +428,9 @@ def vllm_version(py: Path) -> str:
 
 
 def machine() -> str:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}"
-
-
-def git_state() -> str:
-    try:
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain",
-                                "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return head + (" (with uncommitted changes)" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    """The parser benchmark's machine facts, as one line."""
+    m = load_bench_module().machine()
+    return f"{m['cores']} CPUs ({m['cpu']}), Python {platform.python_version()}"
 
 
 def fmt_cell(s: dict[str, float] | None, fmt: str) -> str:
@@ -716,7 +698,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     t_start = time.monotonic()
-    commit = git_state()  # what runs: read at the start, not after the run
+    commit = load_bench_module().git_state()  # what runs: read at the start
     budget = args.budget_minutes * 60
     lengths = parse_lengths(args.lengths)
     concs = [int(c) for c in args.concurrency.split(",")]
