@@ -570,7 +570,9 @@ def write_report(path: Path, data: dict[str, Any]) -> None:
             for r in res.values()) + " |")
         lines.append("| samples | " + " | ".join(str(r["samples"]) for r in res.values())
                      + " |")
-        lines.append("")
+        lines += ["", "Raw stacks (one line per distinct stack, root first, with its sample "
+                  "count; written next to the report, ignored by git): " +
+                  ", ".join(f"`{r['raw']}`" for r in res.values()) + ".", ""]
     lines += ["Raw results: " + f"`{path.with_suffix('.json').name}`; plot: "
               f"`{path.with_suffix('.png').name}`.", ""]
     path.write_text("\n".join(lines))
