@@ -42,13 +42,13 @@ which has the ``openai`` client.
 
 Two instruments explain the numbers, both loaded with ``vllm_ext.scripted`` in every
 configuration alike: the parse meter (``vllm_ext/parse_meter.py``) times one in 16
-``HarmonyParser.parse_delta`` calls on average, at random, vLLM's parser or ours, so each batch also reports the
-parser's CPU per token and its share of the API server's CPU; and after the measured cells,
-one extra batch per configuration in each ``--profile-cells`` cell runs with the API
-server's CPU-time sampler on (``vllm_ext/cpu_profile.py``), which says where the rest goes
-(detokenization, pydantic, SSE serialisation, HTTP, engine IPC). A wall-clock sampler such
-as py-spy is no use here: with every core busy it charges the server for time spent
-waiting for a CPU.
+``HarmonyParser.parse_delta`` calls on average, at random, vLLM's parser or ours, so each
+batch also reports the parser's CPU per token and its share of the API server's CPU; and
+after the measured cells, one extra batch per configuration in each ``--profile-cells``
+cell runs with the API server's CPU-time sampler on (``vllm_ext/cpu_profile.py``), which
+says where the rest goes (detokenization, pydantic, SSE serialisation, HTTP, engine IPC).
+A wall-clock sampler such as py-spy is no use here: with every core busy it charges the
+server for time spent waiting for a CPU.
 """
 
 from __future__ import annotations
