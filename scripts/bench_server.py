@@ -32,13 +32,14 @@ two spreads overlap, otherwise the ratio of the medians. Cells that the time bud
 (``--budget-minutes``) cannot hold, estimated from the throughput the earlier cells measured,
 are listed as not run; nothing is extrapolated.
 
-    .venv-vllm/bin/python scripts/bench_server.py [--budget-minutes 60] [--lengths 1k,8k,32k]
+    bash scripts/bench_server.sh [--budget-minutes 110] [--lengths 1k,8k,32k]
         [--concurrency 1,8,32] [--shapes reasoning,call] [--repeats 3] [--out docs/bench-server.md]
 
-Writes the report, its plot (``.png`` next to it; needs matplotlib, else a message) and the
-raw results (``.json`` next to it; ``--plot-only FILE.json`` redraws the plot from them with
-any Python that has matplotlib). Needs the vLLM environment (``scripts/setup_vllm_env.sh``),
-which has the ``openai`` client.
+(the wrapper sets up ``.venv-vllm``, which has the ``openai`` client, and matplotlib in
+``.venv``, then runs this file with ``.venv-vllm/bin/python``). The defaults are the run that
+wrote ``docs/bench-server.md``. Writes the report, its plot (``.png`` next to it; needs
+matplotlib, else a message) and the raw results (``.json`` next to it; ``--plot-only
+FILE.json`` redraws the plot from them with any Python that has matplotlib).
 
 Two instruments explain the numbers, both loaded with ``vllm_ext.scripted`` in every
 configuration alike: the parse meter (``vllm_ext/parse_meter.py``) times one in 16
@@ -134,7 +135,10 @@ def build_streams(shapes: list[str], lengths: list[int]) -> dict[tuple[str, int]
     enc = tiktoken_encoding()
     pieces = o200k_base_pieces()
     streams = {}
-    for s_index, shape in enumerate(shapes):
+    for shape in shapes:
+        # The seed follows SHAPES' order, not the run's: a cell's stream is the same in a
+        # run of that one cell (--cells) as in the full run.
+        s_index = list(SHAPES).index(shape)
         for n in lengths:
             streams[shape, n] = bench.build_stream(enc, pieces, shape, n,
                                                    seed=1000 * s_index + n)
@@ -341,7 +345,13 @@ def idle_cpu(server: Server, seconds: float = 3.0) -> float:
 
 # -- the profile -----------------------------------------------------------------------------------
 
+INSTRUMENTS = ("vllm_ext/parse_meter", "vllm_ext/cpu_profile", "vllm_ext/scripted")
 CATEGORIES = [  # (category, substrings of a frame's "function (file:line)"), by priority
+    # The benchmark's own instruments (the parse meter's bookkeeping around each call, the
+    # scripted output's per-request set-up): found by the deepest frame, see categorise().
+    ("benchmark instruments", INSTRUMENTS),
+    # vLLM renders the prompt with openai_harmony, which the parser needles would catch.
+    ("prompt rendering", ("render_for_completion", "render_conversation")),
     ("parser", ("harmony_plugins", "harmony_adapters", "vllm_ext", "vllm/parser/",
                 "openai_harmony", "reasoning/gptoss", "tool_parsers/openai",
                 "gptoss_reasoning")),
@@ -356,12 +366,19 @@ CATEGORIES = [  # (category, substrings of a frame's "function (file:line)"), by
                                    "anyio")),
     ("asyncio", ("asyncio",)),
 ]
+_PARSER_NEEDLES = dict(CATEGORIES)["parser"]
 
 
 def categorise(stack: list[str]) -> str:
     """The first category (in priority order) that any frame of the sample belongs to: a
-    sample anywhere under the parser is the parser's, whatever it calls."""
-    for name, needles in CATEGORIES:
+    sample anywhere under the parser is the parser's, whatever it calls. The instruments
+    wrap the parser (the meter is the caller of every ``parse_delta``), so a sample is
+    theirs only when the deepest frame of the instruments or the parser is an instrument's."""
+    deepest = next((f for f in reversed(stack)
+                    if any(n in f for n in INSTRUMENTS + _PARSER_NEEDLES)), "")
+    if any(n in deepest for n in INSTRUMENTS):
+        return "benchmark instruments"
+    for name, needles in CATEGORIES[1:]:
         if any(n in frame for frame in stack for n in needles):
             return name
     return "other"
@@ -440,32 +457,38 @@ def fmt_cell(s: dict[str, float] | None, fmt: str) -> str:
 
 
 def summary(data: dict[str, Any]) -> list[str]:
-    """The headline table (the README copies it): per measured cell, the API server's CPU
-    per token with harmony-ext's verdicts, the parsers' CPU per token and share, ITL p99."""
+    """The headline tables (the README copies them), cells in shape, length, concurrency
+    order: the API server's CPU per token with harmony-ext's verdicts; then the parsers' CPU
+    per token and share, and ITL p99 with harmony-ext's verdicts."""
     have = [c for c in ("none", "builtin", "harmony-ext") if c in data["configs"]]
-    lines = ["| shape | tokens | conc. | API-server CPU us/token: " + ", ".join(have) +
-             " | ours vs builtin | ours vs none | parser us/token (share of the server's "
-             "CPU): " + ", ".join(have) + " | ITL p99 ms: " + ", ".join(have) + " |",
-             "|---|---:|---:|---|---|---|---|---|"]
-    for cell in data["cells"]:
-        if cell["status"] != "ok":
-            continue
+    cells = sorted((c for c in data["cells"] if c["status"] == "ok"),
+                   key=lambda c: (c["shape"], c["tokens"], c["concurrency"]))
+
+    def verdicts(s: dict[str, Any], key: str) -> list[str]:
+        return [verdict(s["harmony-ext"][key], s[o][key], True)
+                if o in s and "harmony-ext" in s else "-" for o in ("builtin", "none")]
+
+    def col(s: dict[str, Any], key: str, fmt: str) -> str:
+        return "; ".join(fmt_cell(s[c].get(key), fmt) for c in have)
+
+    names = ", ".join(have)
+    cpu = ["| shape | tokens | conc. | API-server CPU us/token: " + names +
+           " | ours vs builtin | ours vs none |", "|---|---:|---:|---|---|---|"]
+    rest = ["| shape | tokens | conc. | parser us/token (share of the server's CPU): " + names +
+            " | ITL p99 ms: " + names + " | ours vs builtin | ours vs none |",
+            "|---|---:|---:|---|---|---|---|"]
+    for cell in cells:
         s = cell["summary"]
-
-        def col(key: str, fmt: str, s: dict[str, Any] = s) -> str:
-            return "; ".join(fmt_cell(s[c].get(key), fmt) for c in have)
-
-        verdicts = [verdict(s["harmony-ext"]["cpu_us_per_token"], s[o]["cpu_us_per_token"],
-                            True) if o in s and "harmony-ext" in s else "-"
-                    for o in ("builtin", "none")]
+        where = f"| {cell['shape']} | {cell['tokens']} | {cell['concurrency']} | "
+        cpu.append(where + col(s, "cpu_us_per_token", "{:.0f}") + " | "
+                   + " | ".join(verdicts(s, "cpu_us_per_token")) + " |")
         parse = "; ".join(
             f"{s[c]['parse_us_per_token']['median']:.1f} "
             f"({s[c]['parse_share_pct']['median']:.0f}%)" if "parse_us_per_token" in s[c]
             else "-" for c in have)
-        lines.append(f"| {cell['shape']} | {cell['tokens']} | {cell['concurrency']} | "
-                     f"{col('cpu_us_per_token', '{:.0f}')} | {verdicts[0]} | {verdicts[1]} | "
-                     f"{parse} | {col('itl_p99_ms', '{:.1f}')} |")
-    return lines
+        rest.append(where + parse + " | " + col(s, "itl_p99_ms", "{:.1f}") + " | "
+                    + " | ".join(verdicts(s, "itl_p99_ms")) + " |")
+    return cpu + [""] + rest
 
 
 def write_report(path: Path, data: dict[str, Any]) -> None:
@@ -541,6 +564,21 @@ def write_report(path: Path, data: dict[str, Any]) -> None:
             got = runs[-1]["got"] if runs else {}
             row.append(", ".join(f"{k} {v}" for k, v in sorted(got.items())) or "-")
         lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "## Chunks streamed and parse_delta calls per batch (each repeat)", "",
+              "A call of `parse_delta` is one output that vLLM handed the request's stream. "
+              "When the API server has not yet taken a request's last output, vLLM merges the "
+              "next decode step's tokens into it, so a server that falls behind gets fewer "
+              "calls than tokens, and streams fewer chunks, each carrying more tokens.", "",
+              "| shape | tokens | concurrency | tokens per batch | " +
+              " | ".join(f"{c}: chunks / calls" for c in data["configs"]) + " |",
+              "|---|---:|---:|---:|" + "---|" * len(data["configs"])]
+    for cell in checks:
+        row = [cell["shape"], str(cell["tokens"]), str(cell["concurrency"]),
+               str(cell["runs"][0]["expected_tokens"])]
+        for c in data["configs"]:
+            row.append(", ".join(f"{r['chunks']} / {r.get('parse_calls', '-')}"
+                                 for r in cell["runs"] if r["config"] == c) or "-")
+        lines.append("| " + " | ".join(row) + " |")
     lines.append("")
     for p in data.get("profiles", []):
         lines += [f"## Where the API server's CPU goes: {p['shape']}, {p['tokens']} tokens, "
@@ -549,17 +587,26 @@ def write_report(path: Path, data: dict[str, Any]) -> None:
             lines += [p["status"], ""]
             continue
         res = p["results"]
+        # A run from before a category existed has none of it: no row then, not a zero.
+        seen = {cat for r in res.values() for cat in r["shares"]}
+        instruments = ("; 'benchmark instruments' is the parse meter's bookkeeping around "
+                       "each call and the scripted output's set-up"
+                       if "benchmark instruments" in seen else
+                       " (in this run, the benchmark's instruments and vLLM's prompt "
+                       "rendering too)")
         lines += ["One extra batch per configuration with the API server's CPU-time sampler "
                   "on (`vllm_ext/cpu_profile.py`: a sample per millisecond of the process's "
                   "CPU, user and kernel, charged to the Python line running or calling into "
                   "C). Each sample goes to the first category, in the table's order, that a "
                   "frame of its stack belongs to, by file and function: 'parser' is "
                   "everything under the parser's calls, the pydantic objects it builds "
-                  "included. Each cell: CPU us per streamed token (share of the API "
-                  "server's CPU). The parse meter's row times `parse_delta` directly.", "",
+                  f"included{instruments}. Each cell: CPU us per streamed token (share of "
+                  "the API server's CPU). The parse meter's row times `parse_delta` "
+                  "directly; the chunks row says how many chunks and outputs (`parse_delta` "
+                  "calls) the batch's tokens came in.", "",
                   "| category | " + " | ".join(res) + " |",
                   "|---|" + "---:|" * len(res)]
-        for cat in [c for c, _ in CATEGORIES] + ["other"]:
+        for cat in [c for c, _ in CATEGORIES if c in seen] + ["other"]:
             lines.append(f"| {cat} | " + " | ".join(
                 f"{r['shares'].get(cat, 0) * r['batch']['cpu_us_per_token']:.1f} "
                 f"({r['shares'].get(cat, 0) * 100:.0f}%)" for r in res.values()) + " |")
@@ -568,6 +615,10 @@ def write_report(path: Path, data: dict[str, Any]) -> None:
         lines.append("| parse meter: inside `parse_delta` | " + " | ".join(
             f"{r['batch']['parse_us_per_token']:.1f} ({r['batch']['parse_share_pct']:.0f}%)"
             for r in res.values()) + " |")
+        lines.append(f"| chunks / outputs, for {next(iter(res.values()))['batch']['tokens']} "
+                     "tokens | " + " | ".join(f"{r['batch']['chunks']} / "
+                                              f"{r['batch'].get('parse_calls', '-')}"
+                                              for r in res.values()) + " |")
         lines.append("| samples | " + " | ".join(str(r["samples"]) for r in res.values())
                      + " |")
         lines += ["", "Raw stacks (one line per distinct stack, root first, with its sample "
@@ -643,19 +694,27 @@ def write_plot(json_path: Path, more: tuple[Path, ...] = (), png: Path | None = 
     return True
 
 
-def plot_with_other_python(json_path: Path) -> None:
-    """matplotlib is often in .venv (the `bench` extra) rather than in the vLLM venv."""
+def draw(json_path: Path) -> None:
+    """The plot next to ``json_path``, drawn here or by a Python that has matplotlib: it is
+    usually in .venv (the `bench` extra), not in the vLLM venv that runs the benchmark."""
+    if importlib.util.find_spec("matplotlib") is not None:
+        write_plot(json_path)
+        return
     for py in (os.environ.get("PLOT_PYTHON"), str(ROOT / ".venv" / "bin" / "python")):
         if py and Path(py).exists():
-            r = subprocess.run([py, __file__, "--plot-only", str(json_path)], check=False)
+            r = subprocess.run([py, __file__, "--plot-only", str(json_path)],
+                               capture_output=True, check=False)
             if r.returncode == 0:
                 return
+    print("matplotlib is neither here nor in .venv or PLOT_PYTHON: no plot (draw it with "
+          f"`PYTHON_WITH_MATPLOTLIB scripts/bench_server.py --plot-only {json_path}`)",
+          file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--budget-minutes", type=float, default=60,
-                   help="stop starting cells that would not finish in this time (default 60)")
+    p.add_argument("--budget-minutes", type=float, default=110,
+                   help="stop starting cells that would not finish in this time (default 110)")
     p.add_argument("--lengths", default="1k,8k,32k", help="output tokens per request")
     p.add_argument("--concurrency", default="1,8,32")
     p.add_argument("--shapes", default="reasoning,call")
@@ -664,7 +723,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="only these cells, SHAPE:LENGTH:CONCURRENCY separated by commas "
                         "(e.g. call:8k:1); default: every shape x length x concurrency")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--min-tokens", type=int, default=8192,
+    p.add_argument("--min-tokens", type=int, default=4096,
                    help="output tokens per batch at least (waves of requests)")
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "bench-server.md")
     p.add_argument("--venv-vllm", type=Path,
@@ -672,7 +731,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model-dir", type=Path, default=ROOT / ".cache" / "tiny-gpt-oss")
     p.add_argument("--one-at-a-time", action="store_true",
                    help="never run the servers at once (default: at once if memory allows)")
-    p.add_argument("--profile-cells", default="call:32k:1,reasoning:1k:8",
+    p.add_argument("--profile-cells", default="call:32k:1,reasoning:1k:8,call:1k:32",
                    help="after the measured cells, one extra batch per configuration in each "
                         "of these cells (SHAPE:LENGTH:CONCURRENCY, commas) with the API "
                         "server's CPU-time sampler on; '' for none")
@@ -695,10 +754,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if ok else 1
     if args.redraw:
         write_report(args.out, json.loads(args.redraw.read_text()))
-        if not write_plot(args.redraw):
-            plot_with_other_python(args.redraw)
+        draw(args.redraw)
         return 0
 
+    # The servers run in sessions of their own: on SIGTERM or SIGHUP unwind through the
+    # `finally` that stops them, as Ctrl-C does, instead of leaving them running.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
     t_start = time.monotonic()
     commit = load_bench_module().git_state()  # what runs: read at the start
     budget = args.budget_minutes * 60
@@ -888,8 +950,7 @@ def main(argv: list[str] | None = None) -> int:
     json_path = args.out.with_suffix(".json")
     json_path.write_text(json.dumps(data, indent=1))
     write_report(args.out, data)
-    if not write_plot(json_path):
-        plot_with_other_python(json_path)
+    draw(json_path)
     log(f"wrote {args.out}, {json_path} (wall {data['wall_s'] / 60:.1f} min)")
     return 0
 

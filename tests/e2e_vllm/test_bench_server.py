@@ -60,6 +60,16 @@ def test_one_small_cell_and_one_profile_from_real_servers(tmp_path: Path) -> Non
         assert result["shares"].get("parser", 0) > 0, config
         assert (tmp_path / result["raw"]).exists()
 
+    # The plot is drawn by whichever Python has matplotlib (.venv with the `bench` extra);
+    # without one the run says so and still succeeds.
+    plotter = ROOT / ".venv" / "bin" / "python"
+    can_plot = plotter.exists() and subprocess.run(
+        [str(plotter), "-c", "import matplotlib"], capture_output=True, check=False
+    ).returncode == 0
+    assert out.with_suffix(".png").exists() == can_plot, proc.stderr[-2000:]
+    if not can_plot:
+        assert "no plot" in proc.stderr
+
     report = out.read_text()
     for heading in ("## Summary", "## API-server CPU us/token",
                     "## Where the API server's CPU goes: call, 1024 tokens, concurrency 1"):
