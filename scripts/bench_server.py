@@ -603,7 +603,8 @@ def write_report(path: Path, data: dict[str, Any]) -> None:
                   f"included{instruments}. Each cell: CPU us per streamed token (share of "
                   "the API server's CPU). The parse meter's row times `parse_delta` "
                   "directly; the chunks row says how many chunks and outputs (`parse_delta` "
-                  "calls) the batch's tokens came in.", "",
+                  "calls) the batch's tokens came in. The batches ran in this order: "
+                  + ", ".join(p.get("order", list(res))) + ".", "",
                   "| category | " + " | ".join(res) + " |",
                   "|---|" + "---:|" * len(res)]
         for cat in [c for c, _ in CATEGORIES if c in seen] + ["other"]:
@@ -901,7 +902,7 @@ def main(argv: list[str] | None = None) -> int:
                 c: {key: summarise([r[key] for r in cell["runs"] if r["config"] == c])
                     for key, *_ in METRICS}
                 for c in configs}
-        for pshape, n_tok, pconc in profile_cells:
+        for k, (pshape, n_tok, pconc) in enumerate(profile_cells):
             ids = streams[pshape, n_tok]
             waves = max(1, math.ceil(args.profile_min_tokens / (len(ids) * pconc)))
             n_tokens = len(ids) * pconc * waves
@@ -917,7 +918,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             log(f"profile {pshape}, {len(ids)} tokens, concurrency {pconc}")
             results = {}
-            for name in configs:
+            # The order rotates from one profiled cell to the next, as the repeats' does.
+            for name in configs[k % len(configs):] + configs[:k % len(configs)]:
                 if not together:
                     start([name])
                 results[name] = profile_batch(servers[name], pshape, ids, pconc, waves,
@@ -927,7 +929,8 @@ def main(argv: list[str] | None = None) -> int:
                 shares = ", ".join(f"{k} {v * 100:.0f}%"
                                    for k, v in results[name]["shares"].items())
                 log(f"  {name:12} {results[name]['samples']} samples: {shares}")
-            entry.update(status="ok", results=results)
+            entry.update(status="ok", order=list(results),
+                         results={name: results[name] for name in configs})
             profiles.append(entry)
     finally:
         stop(list(servers))
