@@ -26,11 +26,11 @@ def test_both_parsers_give_vllm_the_same_chunks() -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [line.split() for line in proc.stdout.splitlines()
             if line.startswith(("reasoning ", "call "))]
-    # shape, parser, chunks, us/chunk, bytes/chunk, same JSON as the built-in's
-    assert [(r[0], r[1], r[5]) for r in rows] == [
+    # shape, parser, parse us, vLLM's chunk work us, chunks, bytes/chunk, same JSON
+    assert [(r[0], r[1], r[6]) for r in rows] == [
         ("reasoning", "builtin", "-"), ("reasoning", "harmony-ext", "yes"),
         ("call", "builtin", "-"), ("call", "harmony-ext", "yes")]
     for shape in ("reasoning", "call"):
         builtin, ours = (r for r in rows if r[0] == shape)
-        assert builtin[2] == ours[2] and int(ours[2]) > 0  # as many chunks
-        assert builtin[4] == ours[4]  # as many bytes per chunk
+        assert builtin[4] == ours[4] and int(ours[4]) > 0  # as many chunks
+        assert builtin[5] == ours[5]  # as many bytes per chunk
