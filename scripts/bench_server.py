@@ -902,7 +902,7 @@ def main(argv: list[str] | None = None) -> int:
                 c: {key: summarise([r[key] for r in cell["runs"] if r["config"] == c])
                     for key, *_ in METRICS}
                 for c in configs}
-        for k, (pshape, n_tok, pconc) in enumerate(profile_cells):
+        for turn, (pshape, n_tok, pconc) in enumerate(profile_cells):
             ids = streams[pshape, n_tok]
             waves = max(1, math.ceil(args.profile_min_tokens / (len(ids) * pconc)))
             n_tokens = len(ids) * pconc * waves
@@ -919,7 +919,7 @@ def main(argv: list[str] | None = None) -> int:
             log(f"profile {pshape}, {len(ids)} tokens, concurrency {pconc}")
             results = {}
             # The order rotates from one profiled cell to the next, as the repeats' does.
-            for name in configs[k % len(configs):] + configs[:k % len(configs)]:
+            for name in configs[turn % len(configs):] + configs[:turn % len(configs)]:
                 if not together:
                     start([name])
                 results[name] = profile_batch(servers[name], pshape, ids, pconc, waves,
