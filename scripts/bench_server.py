@@ -568,7 +568,9 @@ def write_report(path: Path, data: dict[str, Any]) -> None:
               "A call of `parse_delta` is one output that vLLM handed the request's stream. "
               "When the API server has not yet taken a request's last output, vLLM merges the "
               "next decode step's tokens into it, so a server that falls behind gets fewer "
-              "calls than tokens, and streams fewer chunks, each carrying more tokens.", "",
+              "calls than tokens, and streams fewer chunks, each carrying more tokens. (The "
+              "calls are the parse meter's count, which it writes at its timed calls only: "
+              "read between batches, it can lag by up to twice `--meter-every` calls.)", "",
               "| shape | tokens | concurrency | tokens per batch | " +
               " | ".join(f"{c}: chunks / calls" for c in data["configs"]) + " |",
               "|---|---:|---:|---:|" + "---|" * len(data["configs"])]
