@@ -412,10 +412,13 @@ def profile_batch(server: Server, shape: str, ids: list[int], conc: int, waves: 
 # -- the run ---------------------------------------------------------------------------------------
 
 def summarise(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "n": len(values)}
 
 
 def verdict(ours: dict[str, float], other: dict[str, float], lower_is_better: bool) -> str:
+    if min(ours["n"], other["n"]) < 2:
+        return "one repeat: no spread to judge by"
     if ours["min"] <= other["max"] and other["min"] <= ours["max"]:
         return "within noise"
     ratio = other["median"] / ours["median"] if lower_is_better else \
@@ -756,7 +759,12 @@ def main(argv: list[str] | None = None) -> int:
         ok = write_plot(args.plot_only[0], tuple(args.plot_only[1:]), args.plot_out)
         return 0 if ok else 1
     if args.redraw:
-        write_report(args.out, json.loads(args.redraw.read_text()))
+        data = json.loads(args.redraw.read_text())
+        for cell in data["cells"]:  # results written before the count was kept
+            for stats in cell.get("summary", {}).values():
+                for s in stats.values():
+                    s.setdefault("n", data["repeats"])
+        write_report(args.out, data)
         draw(args.redraw)
         return 0
 

@@ -71,6 +71,7 @@ def test_one_small_cell_and_one_profile_from_real_servers(tmp_path: Path) -> Non
         assert "no plot" in proc.stderr
 
     report = out.read_text()
+    assert "one repeat: no spread to judge by" in report  # --repeats 1 judges nothing
     for heading in ("## Summary", "## API-server CPU us/token",
                     "## Where the API server's CPU goes: call, 1024 tokens, concurrency 1"):
         assert heading in report

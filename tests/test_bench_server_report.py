@@ -1,4 +1,4 @@
-"""How ``scripts/bench_server.py`` sorts the API server's CPU-time samples into categories.
+"""How ``scripts/bench_server.py`` judges its figures and sorts its profile's samples.
 
 Each stack is written by hand in the sampler's format (root first, ``function (file:line)``)
 after stacks seen in real profiles of vLLM 0.32's API server.
@@ -54,3 +54,21 @@ BUILTIN = "HarmonyParser.parse_delta (vllm/parser/harmony.py:263)"
 ])
 def test_a_sample_goes_to_the_first_category_its_stack_belongs_to(stack, category) -> None:
     assert bench_server.categorise(stack) == category
+
+
+def spread(median: float, low: float, high: float, n: int = 3) -> dict[str, float]:
+    return {"median": median, "min": low, "max": high, "n": n}
+
+
+@pytest.mark.parametrize(("ours", "other", "lower_is_better", "expected"), [
+    (spread(62, 54, 63), spread(103, 74, 117), True, "ours better (1.66x)"),
+    (spread(198, 181, 200), spread(217, 198, 291), True, "within noise"),  # ranges touch
+    (spread(277, 250, 286), spread(290, 289, 292), False, "ours worse (0.96x)"),
+    (spread(1400, 1300, 1500), spread(1000, 900, 1100), False, "ours better (1.40x)"),
+    # One repeat has no spread: a difference cannot be told from noise.
+    (spread(166, 166, 166, n=1), spread(254, 254, 254, n=1), True,
+     "one repeat: no spread to judge by"),
+])
+def test_a_verdict_is_a_ratio_only_when_the_spreads_do_not_meet(
+        ours, other, lower_is_better, expected) -> None:
+    assert bench_server.verdict(ours, other, lower_is_better) == expected
