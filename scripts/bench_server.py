@@ -378,8 +378,8 @@ def categorise(stack: list[str]) -> str:
                     if any(n in f for n in INSTRUMENTS + _PARSER_NEEDLES)), "")
     if any(n in deepest for n in INSTRUMENTS):
         return "benchmark instruments"
-    for name, needles in CATEGORIES[1:]:
-        if any(n in frame for frame in stack for n in needles):
+    for name, needles in CATEGORIES:
+        if needles is not INSTRUMENTS and any(n in f for f in stack for n in needles):
             return name
     return "other"
 
