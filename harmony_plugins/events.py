@@ -6,13 +6,51 @@ with ``match``. They carry no behaviour. Treat them as immutable; they are not d
 built per delta on the hot path. Adapters translate them into an engine's
 types; :mod:`harmony_plugins.openai` translates them into OpenAI chat deltas.
 
-The text events of one message may arrive in many pieces (one per delta); concatenating
-them gives the message's text. Do not subclass these classes.
+Every Harmony message whose body is shown (reasoning, content or a call) is framed by a
+:class:`MessageBegin` and a :class:`MessageEnd`; between them come its text events, which may
+arrive in many pieces (one per delta): concatenating them gives the message's text. Text
+that a recovery rule turns into content (free text between messages, an output with no
+markup) is framed as a message of its own. Messages whose body is dropped by a rule are not
+framed (their :class:`Recovery` says why). Do not subclass these classes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class MessageBegin:
+    """A Harmony message's body begins (its header is complete).
+
+    ``kind`` is where its body goes: ``"reasoning"``, ``"content"`` or ``"call"``.
+    ``channel`` is the Harmony channel the message counts as, always a valid one
+    (``"analysis"``, ``"commentary"`` or ``"final"``): an unknown channel counts as
+    ``analysis`` (its body is reasoning), no channel as ``final`` for content and
+    ``commentary`` for a call. ``written_channel`` is the channel name as the model wrote
+    it (None when there was none). ``recipient`` is the call's recipient as the request
+    declared it (``functions.NAME``, or a built-in name such as ``browser.search``), None
+    for other messages; ``content_type`` is the content type as written
+    (``<|constrain|>json``, ``json``), or None.
+    """
+
+    kind: str
+    channel: str
+    written_channel: str | None = None
+    recipient: str | None = None
+    content_type: str | None = None
+
+
+@dataclass(slots=True)
+class MessageEnd:
+    """The message begun by the last :class:`MessageBegin` is complete.
+
+    ``by`` says what ended it: ``"end"``, ``"call"``, ``"return"``, ``"end_of_text"``
+    (its marker), ``"new_header"`` (a header began without ``<|end|>``), ``"forged_turn"``
+    or ``"end_of_stream"`` (the stream ended inside the body: it may be cut off).
+    """
+
+    by: str
 
 
 @dataclass(slots=True)
@@ -108,6 +146,6 @@ class LeakSuspected:
 
 
 Event = (
-    ReasoningText | ContentText | ToolCallBegin | ToolCallArguments | ToolCallEnd | EndOfTurn
-    | Recovery | LeakSuspected
+    MessageBegin | MessageEnd | ReasoningText | ContentText | ToolCallBegin | ToolCallArguments
+    | ToolCallEnd | EndOfTurn | Recovery | LeakSuspected
 )

@@ -11,9 +11,8 @@ is matched whole before the words are split.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import markers, rules
 
@@ -34,7 +33,8 @@ class Header:
     """What a complete header says. ``role`` is None when the header names no role.
 
     ``empty_recipient`` is set by a ``to=`` (or ``to=functions.``) with no name;
-    ``role_channel`` by a channel name written in the role slot (``<|start|>final``).
+    ``role_channel`` by a channel name written in the role slot (``<|start|>final``);
+    ``constrained`` when the content type followed ``<|constrain|>``.
     """
 
     role: str | None = None
@@ -43,7 +43,14 @@ class Header:
     content_type: str | None = None
     empty_recipient: bool = False
     role_channel: bool = False
+    constrained: bool = False
     junk: list[str] = field(default_factory=list)
+
+    @property
+    def written_content_type(self) -> str | None:
+        """The content type as the model wrote it: ``<|constrain|>json`` or ``json``."""
+        ct = self.content_type
+        return ("<|constrain|>" + ct if self.constrained else ct) if ct is not None else None
 
     @property
     def forged(self) -> bool:
@@ -118,6 +125,7 @@ def parse_header(sections: list[tuple[int, str]], role_given: bool,
             elif kind == markers.CONSTRAIN:
                 if first and h.content_type is None and is_content_type(word, tools):
                     h.content_type = word
+                    h.constrained = True
                 else:
                     h.junk.append(word)
             elif first and role_given:
@@ -142,10 +150,20 @@ def parse_header(sections: list[tuple[int, str]], role_given: bool,
 
 
 def final_without_message(sections: list[tuple[int, str]]) -> str | None:
-    """The body of ``<|channel|>final Body`` (no ``<|message|>``), or None if not that shape."""
+    """The answer held by a ``final`` header that never reached ``<|message|>``, or None.
+
+    The answer is the text after the channel word, less one separator: whitespace
+    (``<|channel|>final The answer.``) or a stray ``<|constrain|>`` marker
+    (``<|channel|>final<|constrain|>The answer.``). The word must be exactly ``final``.
+    """
     if not sections:
         return None
     kind, text = sections[-1]
+    if kind == markers.CONSTRAIN and len(sections) > 1:
+        before_kind, before = sections[-2]
+        if before_kind == markers.CHANNEL and before.strip() == "final":
+            body = text.lstrip()
+            return body if body and not is_header_like(body) else None
     if kind != markers.CHANNEL:
         return None
     stripped = text.lstrip()
@@ -165,67 +183,6 @@ def is_header_like(text: str) -> bool:
                 or word.startswith(TOOL_NAMESPACES)):
             return False
     return True
-
-
-def _tool_name_and_schema(tool: object) -> tuple[str | None, Any]:
-    """(name, parameters) of one tool in any accepted shape; (None, None) if it has no name."""
-    if isinstance(tool, str):
-        return tool, None
-    if isinstance(tool, Mapping):
-        fn = tool.get("function")
-        where = fn if isinstance(fn, Mapping) else tool
-        name = where.get("name")
-        params = where.get("parameters")
-    elif tool is None or isinstance(tool, int | float | bytes | list | tuple):
-        raise TypeError(
-            f"each tool must be a function name, an OpenAI tool object or a dict, "
-            f"not {type(tool).__name__}")
-    else:  # pydantic models of the engines: .function.name or .name
-        fn = getattr(tool, "function", None)
-        where = fn if fn is not None else tool
-        name = getattr(where, "name", None)
-        params = getattr(where, "parameters", None)
-    if not isinstance(name, str) or not name:
-        return None, None  # a builtin tool of the Responses API, say: nothing to call
-    return name, params
-
-
-def _check_tools(tools: object) -> None:
-    if isinstance(tools, str | bytes | bytearray | Mapping):
-        raise TypeError(
-            f"tools must be a list of tools or function names, not a {type(tools).__name__}"
-            " (wrap a single tool in a list)")
-
-
-def tool_names(tools: Iterable[object] | None) -> frozenset[str]:
-    """Function names from an OpenAI ``tools`` array (chat or Responses shape) or names.
-
-    Raises TypeError for a ``tools`` that is a string or a single dict (``"get"`` would
-    otherwise declare ``g``, ``e`` and ``t``) or holds items of no tool shape.
-    """
-    if tools is None:
-        return frozenset()
-    _check_tools(tools)
-    names = set()
-    for tool in tools:
-        name, _ = _tool_name_and_schema(tool)
-        if name is not None:
-            names.add(name)
-    return frozenset(names)
-
-
-def tool_schemas(tools: Iterable[object] | None) -> dict[str, Any]:
-    """Declared ``parameters`` JSON Schemas by function name (tools declared without one
-    are left out). Pydantic ``parameters`` are taken as they are if they are dicts."""
-    if tools is None:
-        return {}
-    _check_tools(tools)
-    out: dict[str, Any] = {}
-    for tool in tools:
-        name, params = _tool_name_and_schema(tool)
-        if name is not None and isinstance(params, Mapping):
-            out[name] = params
-    return out
 
 
 def resolve_recipient(recipient: str, tools: frozenset[str]) -> tuple[str | None, str | None]:

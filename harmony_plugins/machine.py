@@ -80,6 +80,8 @@ from .events import (
     EndOfTurn,
     Event,
     LeakSuspected,
+    MessageBegin,
+    MessageEnd,
     ReasoningText,
     Recovery,
     ToolCallArguments,
@@ -87,6 +89,7 @@ from .events import (
     ToolCallEnd,
 )
 from .leaks import LeakScanner
+from .tools import recipient as recipient_of
 
 HEADER = 0
 BODY = 1
@@ -99,6 +102,18 @@ CALL = 2
 DROP = 3
 
 _STOP_REASONS = {mk.RETURN: "return", mk.CALL: "call", mk.END_OF_TEXT: "end_of_text"}
+_ENDED_BY = {mk.START: "new_header", mk.CHANNEL: "new_header", mk.END: "end",
+             None: "end_of_stream", **_STOP_REASONS}
+"""``MessageEnd.by`` for the marker that ended a message (None: the end of the stream)."""
+
+
+def counted_channel(kind: str, written: str | None) -> str:
+    """The valid Harmony channel a message of ``kind`` counts as (``MessageBegin.channel``)."""
+    if kind == "reasoning":
+        return "analysis"  # unknown channels are chain of thought
+    if written in hdr.KNOWN_CHANNELS and (kind == "call" or written != "analysis"):
+        return written
+    return "final" if kind == "content" else "commentary"
 
 
 def random_call_id() -> str:
@@ -114,7 +129,7 @@ class Machine:
     """
 
     __slots__ = (
-        "tools", "spaced", "checker", "new_id", "pass_undeclared",
+        "tools", "spaced", "checker", "new_id", "pass_undeclared", "defer",
         "state", "after_call", "stop_reason", "calls", "seen_marker", "recoveries",
         "outcomes", "leaks",
         "role_given", "free", "sections", "section_kind", "pieces",
@@ -128,12 +143,10 @@ class Machine:
         id_factory: Callable[[], str] | None = None,
         pass_undeclared: bool = False,
         schemas: Mapping[str, Any] | None = None,
+        defer: bool = False,
     ) -> None:
-        self.tools = tools
-        self.spaced = hdr.spaced_names(tools)
-        self.checker = ArgumentChecker(schemas or {})
+        self.declare(tools, schemas, pass_undeclared, defer)
         self.new_id = id_factory or random_call_id
-        self.pass_undeclared = pass_undeclared
         self.state = HEADER
         self.after_call = False
         self.stop_reason: str | None = None
@@ -157,6 +170,21 @@ class Machine:
         self.call_index = -1
         self.call_name = ""
         self.scanner: LeakScanner | None = None
+
+    def declare(self, tools: frozenset[str], schemas: Mapping[str, Any] | None,
+                pass_undeclared: bool, defer: bool = False) -> None:
+        """Set what the request declares. ``defer``: the tools are not known yet, so every
+        call to a ``functions.*`` name begins (unchecked, uncounted) and the caller decides
+        about it once they are (see :meth:`harmony_plugins.turn.Turn.declare`)."""
+        self.tools = tools
+        self.spaced = hdr.spaced_names(tools)
+        self.checker = ArgumentChecker(schemas or {})
+        self.pass_undeclared = pass_undeclared
+        self.defer = defer
+
+    def count_outcome(self, outcome: str) -> None:
+        """Count one call's outcome (``rules.OUTCOMES``)."""
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
 
     # -- input ---------------------------------------------------------------------------
 
@@ -221,11 +249,11 @@ class Machine:
             free = self._only_free()
             self._close_section()
             if free:
-                self._free_text(out)
+                self._free_text(None, out)
             else:
                 self._header_closed(None, out)
         elif self.state == BODY:
-            self._end_body(out)
+            self._end_body(None, out)
         if self.state == DONE and self.dropped:
             self._recover(out, rules.AFTER_END_OF_TURN, "".join(self.dropped))
             self.dropped.clear()
@@ -248,13 +276,16 @@ class Machine:
             out.append(LeakSuspected(excerpt))
         self.leaks += len(found)
 
-    def _visible(self, text: str, channel: str | None, out: list[Event]) -> None:
-        """Content that a header rule recovered, in one piece."""
+    def _visible(self, text: str, channel: str | None, marker: int | None,
+                 out: list[Event]) -> None:
+        """Content that a header rule recovered: a message of its own, in one piece."""
+        out.append(MessageBegin("content", counted_channel("content", channel), channel))
         out.append(ContentText(text, channel))
         scanner = LeakScanner()
         found = (scanner.feed(text) or []) + (scanner.close() or [])
         if found:
             self._leaked(found, out)
+        out.append(MessageEnd(_ENDED_BY[marker]))
 
     # -- headers -------------------------------------------------------------------------
 
@@ -291,18 +322,18 @@ class Machine:
             self._header_complete(out)
         elif marker == mk.START:
             if free:
-                self._free_text(out)
-            elif self._header_text().strip():
+                self._free_text(marker, out)
+            elif not self._final_answer(marker, out) and self._header_text().strip():
                 self._recover(out, rules.HEADER_RESTARTED, self._header_text())
             self._new_header(True)
         else:  # end, call, return, end of text
             if free:
-                self._free_text(out)
+                self._free_text(marker, out)
             else:
                 self._header_closed(marker, out)
             self._stop(marker, out)
 
-    def _free_text(self, out: list[Event]) -> None:
+    def _free_text(self, marker: int | None, out: list[Event]) -> None:
         """Text between messages (section 2): content, or header junk, or after a call."""
         text = self._header_text()
         if not text.strip():
@@ -313,7 +344,7 @@ class Machine:
             self._recover(out, rules.HEADER_JUNK, text)
         else:
             self._recover(out, rules.FREE_TEXT)
-            self._visible(text, None, out)
+            self._visible(text, None, marker, out)
 
     def _forged(self, out: list[Event]) -> bool:
         """End the turn if the role section names someone other than the assistant."""
@@ -333,25 +364,34 @@ class Machine:
 
     def _header_closed(self, marker: int | None, out: list[Event]) -> None:
         """A header ended without ``<|message|>`` (by ``marker``, or by end of stream)."""
-        sections = self.sections
         text = self._header_text()
-        if not self.seen_marker and not hdr.is_header_like(text):
+        if not self.seen_marker and marker != mk.END and not hdr.is_header_like(text):
+            # No markup at all (a stop token may or may not be there). Text closed by
+            # <|end|> is the first message's header, however long (contract section 3).
             self._recover(out, rules.NO_MARKUP)
-            self._visible(text, None, out)
+            self._visible(text, None, marker, out)
             return
-        if self._forged(out):
+        if self._forged(out) or self._final_answer(marker, out):
             return
-        body = hdr.final_without_message(sections)
-        if body is not None and not self.after_call:
-            self._recover(out, rules.FINAL_WITHOUT_MESSAGE)
-            rest = hdr.parse_header([*sections[:-1], (mk.CHANNEL, "final")], self.role_given,
-                                    self.tools, self.spaced)
-            if rest.junk:  # words before the channel that no rule uses
-                self._recover(out, rules.HEADER_JUNK, " ".join(rest.junk))
-            self._visible(body, "final", out)
-        elif text.strip():
+        if text.strip():
             rule = rules.UNFINISHED_HEADER if marker is None else rules.HEADER_WITHOUT_MESSAGE
             self._recover(out, rule, text)
+
+    def _final_answer(self, marker: int | None, out: list[Event]) -> bool:
+        """A ``final`` header that ended without ``<|message|>`` holds the answer (section 3):
+        show it and return True, or return False when the header is not of that shape."""
+        sections = self.sections
+        body = hdr.final_without_message(sections)
+        if body is None or self.after_call:
+            return False
+        self._recover(out, rules.FINAL_WITHOUT_MESSAGE)
+        k = max(i for i, (kind, _) in enumerate(sections) if kind == mk.CHANNEL)
+        rest = hdr.parse_header([*sections[:k], (mk.CHANNEL, "final")], self.role_given,
+                                self.tools, self.spaced)
+        if rest.junk:  # words before the channel that no rule uses
+            self._recover(out, rules.HEADER_JUNK, " ".join(rest.junk))
+        self._visible(body, "final", marker, out)
+        return True
 
     def _header_complete(self, out: list[Event]) -> None:
         h = hdr.parse_header(self.sections, self.role_given, self.tools, self.spaced)
@@ -378,31 +418,44 @@ class Machine:
                 return
         if recipient is not None:
             name, rule = hdr.resolve_recipient(recipient, self.tools)
-            if name is None and self.pass_undeclared and rule == rules.UNDECLARED_FUNCTION:
+            undeclared = name is None and rule == rules.UNDECLARED_FUNCTION
+            if undeclared and (self.pass_undeclared or self.defer):
                 name = recipient[len("functions."):]
+                if self.defer:  # decided once the tools are known
+                    rule = None
             if name is not None:
                 if rule is not None:
                     self._recover(out, rule)
-                self._begin_call(name, h, out)
+                self._begin_call(name, h, out, undeclared and not self.defer)
                 return
             self._drop(rule or rules.UNDECLARED_RECIPIENT)
         elif self.after_call:
             self._drop(rules.AFTER_CALL)
         elif h.channel == "analysis":
-            self.route = REASONING
+            self._begin_text(REASONING, h, out)
         elif h.channel is None or h.channel == "final" or h.channel == "commentary":
-            self.route = CONTENT
+            self._begin_text(CONTENT, h, out)
             self.scanner = LeakScanner()
         else:  # an unknown channel is treated as chain of thought; its name is counted
             self._recover(out, rules.UNKNOWN_CHANNEL, h.channel)
-            self.route = REASONING
+            self._begin_text(REASONING, h, out)
 
-    def _begin_call(self, name: str, h: hdr.Header, out: list[Event]) -> None:
+    def _begin_text(self, route: int, h: hdr.Header, out: list[Event]) -> None:
+        self.route = route
+        kind = "reasoning" if route == REASONING else "content"
+        out.append(MessageBegin(kind, counted_channel(kind, h.channel), h.channel, None,
+                                h.written_content_type))
+
+    def _begin_call(self, name: str, h: hdr.Header, out: list[Event],
+                    undeclared: bool = False) -> None:
         self.route = CALL
         self.call_index = self.calls
-        self.call_name = name
+        # A call passed through undeclared has that outcome, not its arguments' check.
+        self.call_name = "" if undeclared else name
         self.calls += 1
         self.cutter = ArgumentCutter()
+        out.append(MessageBegin("call", counted_channel("call", h.channel), h.channel,
+                                recipient_of(name), h.written_content_type))
         out.append(ToolCallBegin(self.call_index, self.new_id(), name, h.channel,
                                  h.content_type))
 
@@ -410,6 +463,8 @@ class Machine:
         self.route = DROP
         self.drop_rule = rule
         self.dropped = []
+        if rule == rules.UNDECLARED_FUNCTION:
+            self.count_outcome(rules.UNDECLARED)
 
     # -- bodies --------------------------------------------------------------------------
 
@@ -419,7 +474,7 @@ class Machine:
             return
         if marker == mk.START or marker == mk.CHANNEL:
             self._recover(out, rules.MISSING_END)
-        self._end_body(out)
+        self._end_body(marker, out)
         if marker == mk.START:
             self._new_header(True)
         elif marker == mk.CHANNEL:
@@ -427,7 +482,8 @@ class Machine:
         else:
             self._stop(marker, out)
 
-    def _end_body(self, out: list[Event]) -> None:
+    def _end_body(self, marker: int | None, out: list[Event]) -> None:
+        """Close the body; ``marker`` ended it (None: the end of the stream)."""
         route = self.route
         if route == CALL:
             cutter = self.cutter
@@ -440,18 +496,25 @@ class Machine:
             junk = cutter.junk_text()
             if junk.strip():
                 self._recover(out, rules.AFTER_JSON_VALUE, junk)
-            outcome = self.checker.check(self.call_name, arguments)
-            self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+            if self.defer:  # checked and counted once the tools are known
+                outcome = rules.UNCHECKED
+            else:
+                name = self.call_name
+                outcome = self.checker.check(name, arguments) if name else rules.UNDECLARED
+                self.count_outcome(outcome)
             out.append(ToolCallEnd(self.call_index, arguments, outcome))
+            out.append(MessageEnd(_ENDED_BY[marker]))
             self.cutter = None
-        elif route == CONTENT:
-            found = self.scanner.close()  # type: ignore[union-attr]
-            if found:
-                self._leaked(found, out)
-            self.scanner = None
         elif route == DROP:
             self._recover(out, self.drop_rule, "".join(self.dropped))
             self.dropped = []
+        else:
+            if route == CONTENT:
+                found = self.scanner.close()  # type: ignore[union-attr]
+                if found:
+                    self._leaked(found, out)
+                self.scanner = None
+            out.append(MessageEnd(_ENDED_BY[marker]))
         self.state = HEADER
 
     def _stop(self, marker: int, out: list[Event]) -> None:

@@ -7,9 +7,9 @@ from typing import Any
 
 from .events import Event
 from .frontends import IdsInput, TextInput
-from .header import tool_names, tool_schemas
 from .machine import Machine
 from .openai import ChatResult
+from .tools import tool_names, tool_schemas
 from .vocab import Vocab
 
 FINISHES = ("stop", "length")

@@ -13,7 +13,8 @@ FINAL_WITHOUT_MESSAGE = "final_without_message"
 """[3] ``<|channel|>final Text`` closed without ``<|message|>``: the text is content."""
 
 HEADER_WITHOUT_MESSAGE = "header_without_message"
-"""[3] A header closed without ``<|message|>`` is garbage; its text is dropped."""
+"""[3] A header closed without ``<|message|>`` is garbage; its text is dropped. The first
+message's too: text before any marker that an ``<|end|>`` closes is a header, not content."""
 
 HEADER_RESTARTED = "header_restarted"
 """[3] ``<|start|>`` inside an unfinished, non-empty header; the old header is dropped."""
@@ -80,6 +81,10 @@ CONTENT_TYPE_RECIPIENT = "content_type_recipient"
 """[3] A content type naming a declared function (``<|constrain|>functions.NAME``) in a header
 with no recipient is the recipient."""
 
+TOOLS_UNKNOWN = "tools_unknown"
+"""[3] A call written while the request's tools were never made known to the parse (an
+adapter's parse that no tool parser completed): not surfaced; the text is its arguments."""
+
 SPLIT_MARKER = "split_marker"
 """[6] Text mode: text that would complete a control-token spelling across a dropped marker
 (``A<|`` + ``<|reserved_200010|>`` + ``end|>B``) is dropped; the text is that part
@@ -97,5 +102,18 @@ SCHEMA_MISMATCH = "schema_mismatch"
 UNCHECKED = "unchecked"
 """A schema was declared but could not be applied: ``jsonschema`` is not installed, the
 schema is invalid, or the value is nested too deep to check."""
+UNDECLARED = "undeclared"
+"""A call to a function the request did not declare: not surfaced (``undeclared_function``),
+or surfaced by the pass-undeclared option, unchecked; or a call ``tools_unknown`` dropped."""
 
-OUTCOMES = (SURFACED, INVALID_JSON, NOT_OBJECT, SCHEMA_MISMATCH, UNCHECKED)
+OUTCOMES = (SURFACED, INVALID_JSON, NOT_OBJECT, SCHEMA_MISMATCH, UNCHECKED, UNDECLARED)
+"""Every call has exactly one of these (``ToolCallEnd.outcome``, ``Summary.outcomes``)."""
+
+LABELS = (SURFACED, UNDECLARED, INVALID_JSON, NOT_OBJECT, SCHEMA_MISMATCH)
+"""The ``outcome`` label values of ``harmony_ext_tool_calls_total`` (contract section 9)."""
+
+
+def outcome_label(outcome: str) -> str:
+    """The metric label of a call outcome: the contract's label set is closed, so
+    ``unchecked`` (arguments passed on, not checked) is counted as ``surfaced``."""
+    return SURFACED if outcome == UNCHECKED else outcome

@@ -48,7 +48,8 @@ class Step(NamedTuple):
     calls that ended, with their whole arguments and check outcome. ``recoveries``: the
     contract rules applied. ``leaks``: excerpts of suspected markup in visible text.
     ``finish``: the ``EndOfTurn`` when the stream was closed in this step.
-    ``events``: the events themselves, in order (the Responses API needs the order).
+    ``events``: the events themselves, in order, message boundaries included (the
+    Responses API needs them).
     """
 
     reasoning: str = ""
@@ -59,11 +60,6 @@ class Step(NamedTuple):
     leaks: tuple[str, ...] = ()
     finish: EndOfTurn | None = None
     events: tuple[Event, ...] | list[Event] = ()
-
-    @property
-    def shows(self) -> bool:
-        """Whether the step carries anything a client sees (text or call pieces)."""
-        return bool(self.reasoning or self.content or self.calls)
 
 
 EMPTY = Step()

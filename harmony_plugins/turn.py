@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import rules
+from .events import Event
 from .parser import StreamParser
 from .steps import EMPTY, Step, join, step_of
+from .tools import declared_tools
 from .vocab import Vocab
 
 SWITCH_ON = frozenset({"1", "true", "yes", "on"})
@@ -32,22 +33,6 @@ SWITCH_ON = frozenset({"1", "true", "yes", "on"})
 
 PASS_UNDECLARED_ENV = "HARMONY_EXT_PASS_UNDECLARED"
 """The server option that surfaces calls to ``functions.*`` names the request did not declare."""
-
-BUILTIN_RECIPIENTS: Mapping[str, tuple[str, ...]] = {
-    "code_interpreter": ("python",),
-    "web_search_preview": ("browser.search", "browser.open", "browser.find"),
-    "web_search": ("browser.search", "browser.open", "browser.find"),
-    "container": ("container.exec",),
-}
-"""Responses API built-in tool types, and the recipients gpt-oss uses for them."""
-
-BUILTIN_NAMES = frozenset(n for names in BUILTIN_RECIPIENTS.values() for n in names)
-
-NAMESPACE_SEPARATOR = "__"
-"""How a Responses ``namespace`` tool's functions are named flat (as vLLM names them)."""
-
-UNDECLARED = "undeclared"
-"""The call outcome of a call to an undeclared function (contract section 9)."""
 
 logger = logging.getLogger("harmony_ext")
 
@@ -61,34 +46,6 @@ def pass_undeclared(environ: Mapping[str, str], *names: str) -> bool:
     """The pass-undeclared switch from an environment: ``HARMONY_EXT_PASS_UNDECLARED``, or
     any of the engine's own ``names`` for the same thing, turned on (see :func:`switch`)."""
     return any(switch(environ.get(name)) for name in (PASS_UNDECLARED_ENV, *names))
-
-
-def _get(tool: Any, key: str) -> Any:
-    return tool.get(key) if isinstance(tool, Mapping) else getattr(tool, key, None)
-
-
-def declared_tools(tools: Iterable[Any] | None) -> list[Any]:
-    """The request's tools as the parser takes them: function tools (with their
-    ``parameters``, chat or Responses shape, dicts or pydantic objects), the recipient names
-    of Responses built-in tools, and each Responses namespace's functions under their flat
-    names. Tools of other kinds (MCP, file search) declare nothing callable."""
-    out: list[Any] = []
-    for tool in tools or ():
-        if isinstance(tool, str):
-            out.append(tool)
-            continue
-        kind = _get(tool, "type")
-        if kind == "namespace":
-            space = _get(tool, "name")
-            for inner in _get(tool, "tools") or ():
-                if _get(inner, "type") in (None, "function") and _get(inner, "name"):
-                    out.append({"name": f"{space}{NAMESPACE_SEPARATOR}{_get(inner, 'name')}",
-                                "parameters": _get(inner, "parameters")})
-        elif kind in BUILTIN_RECIPIENTS:
-            out.extend(BUILTIN_RECIPIENTS[kind])
-        else:
-            out.append(tool)
-    return out
 
 
 class Request:
@@ -126,7 +83,7 @@ class Summary:
     recoveries: dict[str, int] = field(default_factory=dict)
     """Recovery rules applied, with how often."""
     outcomes: dict[str, int] = field(default_factory=dict)
-    """Tool calls by outcome: ``ToolCallEnd.outcome`` values, plus ``undeclared``."""
+    """Tool calls by outcome (``rules.OUTCOMES``): exactly one per call the model wrote."""
     leaks: list[str] = field(default_factory=list)
     """Excerpts of suspected markup in visible text."""
 
@@ -181,18 +138,16 @@ class Turn:
 
     def feed_ids(self, ids: Iterable[int], finish: str | None = None) -> Step:
         """One step's token ids; with ``finish`` (``"stop"``/``"length"``) the last one."""
-        step = step_of((self._parser or self.parser).feed_ids(ids))
-        if step[5]:  # leaks
-            self._leaks.extend(step[5])
-        if finish is not None:
-            return join(step, self.close(finish))
-        return step
+        return self._step((self._parser or self.parser).feed_ids(ids), finish)
 
     def feed_text(self, text: str, finish: str | None = None) -> Step:
         """One step's text (markers spelled literally); ``finish`` as in :meth:`feed_ids`."""
-        step = step_of((self._parser or self.parser).feed_text(text))
-        if step[5]:  # leaks
-            self._leaks.extend(step[5])
+        return self._step((self._parser or self.parser).feed_text(text), finish)
+
+    def _step(self, events: list[Event], finish: str | None) -> Step:
+        step = step_of(events)
+        if step.leaks:
+            self._leaks.extend(step.leaks)
         if finish is not None:
             return join(step, self.close(finish))
         return step
@@ -205,12 +160,7 @@ class Turn:
         parser = self.parser
         step = step_of(parser.close(finish))
         self._leaks.extend(step.leaks)
-        recoveries = parser.recoveries
-        outcomes = parser.call_outcomes
-        undeclared = recoveries.get(rules.UNDECLARED_FUNCTION, 0)
-        if undeclared:
-            outcomes[UNDECLARED] = undeclared
-        summary = self.summary = Summary(recoveries, outcomes, self._leaks)
+        summary = self.summary = Summary(parser.recoveries, parser.call_outcomes, self._leaks)
         self._report(summary)
         return step
 

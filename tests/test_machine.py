@@ -10,6 +10,8 @@ from harmony_plugins import markers as mk
 from harmony_plugins.events import (
     ContentText,
     EndOfTurn,
+    MessageBegin,
+    MessageEnd,
     ReasoningText,
     Recovery,
     ToolCallArguments,
@@ -22,9 +24,9 @@ from harmony_plugins.header import (
     is_header_like,
     parse_header,
     resolve_recipient,
-    tool_names,
 )
 from harmony_plugins.machine import BODY, CALL, CONTENT, DONE, DROP, HEADER, REASONING, Machine
+from harmony_plugins.tools import tool_names
 
 TOOLS = frozenset({"get_weather", "shell"})
 
@@ -65,35 +67,42 @@ TRANSITIONS = {
     ("initial header", "start"): (HEADER, []),
     ("initial header", "channel"): (HEADER, []),
     ("initial header", "constrain"): (HEADER, []),
-    ("initial header", "message"): (BODY, []),
+    ("initial header", "message"): (BODY, [(MessageBegin, "content")]),
     ("initial header", "end"): (HEADER, []),
     ("initial header", "call"): (HEADER, []),
     ("initial header", "return"): (DONE, []),
     ("initial header", "end_of_text"): (DONE, []),
     ("initial header", "ignored"): (HEADER, [(Recovery, rules.IGNORED_TOKEN)]),
-    ("role header", "message"): (BODY, []),
+    ("role header", "message"): (BODY, [(MessageBegin, "content")]),
     ("role header", "end"): (HEADER, [(Recovery, rules.HEADER_WITHOUT_MESSAGE)]),
     # Free text after <|end|>: content if no header marker follows before <|start|> or a stop.
-    ("free header", "start"): (HEADER, [(Recovery, rules.FREE_TEXT), (ContentText, None)]),
-    ("free header", "end"): (HEADER, [(Recovery, rules.FREE_TEXT), (ContentText, None)]),
-    ("free header", "return"): (DONE, [(Recovery, rules.FREE_TEXT), (ContentText, None)]),
+    ("free header", "start"): (HEADER, [(Recovery, rules.FREE_TEXT), (MessageBegin, "content"),
+                                        (ContentText, None),
+                                        (MessageEnd, "new_header")]),
+    ("free header", "end"): (HEADER, [(Recovery, rules.FREE_TEXT), (MessageBegin, "content"),
+                                      (ContentText, None), (MessageEnd, "end")]),
+    ("free header", "return"): (DONE, [(Recovery, rules.FREE_TEXT), (MessageBegin, "content"),
+                                       (ContentText, None), (MessageEnd, "return")]),
     ("free header", "channel"): (HEADER, []),
-    ("free header", "message"): (BODY, [(Recovery, rules.HEADER_JUNK)]),
-    ("reasoning body", "start"): (HEADER, [(Recovery, rules.MISSING_END)]),
-    ("reasoning body", "channel"): (HEADER, [(Recovery, rules.MISSING_END)]),
+    ("free header", "message"): (BODY, [(Recovery, rules.HEADER_JUNK), (MessageBegin, "content")]),
+    ("reasoning body", "start"): (HEADER, [(Recovery, rules.MISSING_END),
+                                           (MessageEnd, "new_header")]),
+    ("reasoning body", "channel"): (HEADER, [(Recovery, rules.MISSING_END),
+                                             (MessageEnd, "new_header")]),
     ("reasoning body", "constrain"): (BODY, [(Recovery, rules.STRAY_MARKER)]),
     ("reasoning body", "message"): (BODY, [(Recovery, rules.STRAY_MARKER)]),
-    ("reasoning body", "end"): (HEADER, []),
-    ("reasoning body", "call"): (HEADER, []),
-    ("reasoning body", "return"): (DONE, []),
-    ("reasoning body", "end_of_text"): (DONE, []),
+    ("reasoning body", "end"): (HEADER, [(MessageEnd, "end")]),
+    ("reasoning body", "call"): (HEADER, [(MessageEnd, "call")]),
+    ("reasoning body", "return"): (DONE, [(MessageEnd, "return")]),
+    ("reasoning body", "end_of_text"): (DONE, [(MessageEnd, "end_of_text")]),
     ("reasoning body", "ignored"): (BODY, [(Recovery, rules.IGNORED_TOKEN)]),
-    ("content body", "end"): (HEADER, []),
-    ("content body", "return"): (DONE, []),
-    ("call body", "end"): (HEADER, [(ToolCallEnd, 0)]),
-    ("call body", "call"): (HEADER, [(ToolCallEnd, 0)]),
-    ("call body", "return"): (DONE, [(ToolCallEnd, 0)]),
-    ("call body", "start"): (HEADER, [(Recovery, rules.MISSING_END), (ToolCallEnd, 0)]),
+    ("content body", "end"): (HEADER, [(MessageEnd, "end")]),
+    ("content body", "return"): (DONE, [(MessageEnd, "return")]),
+    ("call body", "end"): (HEADER, [(ToolCallEnd, 0), (MessageEnd, "end")]),
+    ("call body", "call"): (HEADER, [(ToolCallEnd, 0), (MessageEnd, "call")]),
+    ("call body", "return"): (DONE, [(ToolCallEnd, 0), (MessageEnd, "return")]),
+    ("call body", "start"): (HEADER, [(Recovery, rules.MISSING_END), (ToolCallEnd, 0),
+                                        (MessageEnd, "new_header")]),
     ("call body", "message"): (BODY, [(Recovery, rules.STRAY_MARKER)]),
     ("dropped body", "end"): (HEADER, [(Recovery, rules.UNDECLARED_RECIPIENT)]),
     ("dropped body", "call"): (HEADER, [(Recovery, rules.UNDECLARED_RECIPIENT)]),
@@ -102,7 +111,7 @@ TRANSITIONS = {
     # The rest of the product, read from machine.py's transition table.
     ("bare header", "start"): (HEADER, []),
     ("bare header", "end"): (HEADER, []),
-    ("bare header", "message"): (BODY, []),
+    ("bare header", "message"): (BODY, [(MessageBegin, "content")]),
     ("bare header", "channel"): (HEADER, []),
     ("bare header", "constrain"): (HEADER, []),
     ("bare header", "return"): (DONE, []),
@@ -117,19 +126,25 @@ TRANSITIONS = {
     ("role header", "end_of_text"): (DONE, [(Recovery, rules.HEADER_WITHOUT_MESSAGE)]),
     ("role header", "ignored"): (HEADER, [(Recovery, rules.IGNORED_TOKEN)]),
     ("free header", "constrain"): (HEADER, []),
-    ("free header", "call"): (HEADER, [(Recovery, rules.FREE_TEXT), (ContentText, None)]),
-    ("free header", "end_of_text"): (DONE, [(Recovery, rules.FREE_TEXT), (ContentText, None)]),
+    ("free header", "call"): (HEADER, [(Recovery, rules.FREE_TEXT), (MessageBegin, "content"),
+                                       (ContentText, None), (MessageEnd, "call")]),
+    ("free header", "end_of_text"): (DONE, [(Recovery, rules.FREE_TEXT), (MessageBegin, "content"),
+                                            (ContentText, None),
+                                           (MessageEnd, "end_of_text")]),
     ("free header", "ignored"): (HEADER, [(Recovery, rules.IGNORED_TOKEN)]),
-    ("content body", "start"): (HEADER, [(Recovery, rules.MISSING_END)]),
-    ("content body", "channel"): (HEADER, [(Recovery, rules.MISSING_END)]),
+    ("content body", "start"): (HEADER, [(Recovery, rules.MISSING_END),
+                                         (MessageEnd, "new_header")]),
+    ("content body", "channel"): (HEADER, [(Recovery, rules.MISSING_END),
+                                           (MessageEnd, "new_header")]),
     ("content body", "message"): (BODY, [(Recovery, rules.STRAY_MARKER)]),
     ("content body", "constrain"): (BODY, [(Recovery, rules.STRAY_MARKER)]),
-    ("content body", "call"): (HEADER, []),
-    ("content body", "end_of_text"): (DONE, []),
+    ("content body", "call"): (HEADER, [(MessageEnd, "call")]),
+    ("content body", "end_of_text"): (DONE, [(MessageEnd, "end_of_text")]),
     ("content body", "ignored"): (BODY, [(Recovery, rules.IGNORED_TOKEN)]),
-    ("call body", "channel"): (HEADER, [(Recovery, rules.MISSING_END), (ToolCallEnd, 0)]),
+    ("call body", "channel"): (HEADER, [(Recovery, rules.MISSING_END), (ToolCallEnd, 0),
+                                        (MessageEnd, "new_header")]),
     ("call body", "constrain"): (BODY, [(Recovery, rules.STRAY_MARKER)]),
-    ("call body", "end_of_text"): (DONE, [(ToolCallEnd, 0)]),
+    ("call body", "end_of_text"): (DONE, [(ToolCallEnd, 0), (MessageEnd, "end_of_text")]),
     ("call body", "ignored"): (BODY, [(Recovery, rules.IGNORED_TOKEN)]),
     ("dropped body", "start"): (HEADER, [(Recovery, rules.MISSING_END),
                                          (Recovery, rules.UNDECLARED_RECIPIENT)]),
@@ -144,6 +159,10 @@ TRANSITIONS = {
 
 
 def _key(event) -> tuple:
+    if isinstance(event, MessageBegin):
+        return (MessageBegin, event.kind)
+    if isinstance(event, MessageEnd):
+        return (MessageEnd, event.by)
     if isinstance(event, Recovery):
         return (Recovery, event.rule)
     if isinstance(event, ToolCallEnd):
@@ -197,8 +216,8 @@ def test_close_in_each_state():
         "initial header": [EndOfTurn("end_of_stream", "stop")],
         "role header": [Recovery(rules.UNFINISHED_HEADER, "assistant"),
                         EndOfTurn("end_of_stream", "stop")],
-        "reasoning body": [EndOfTurn("end_of_stream", "stop")],
-        "call body": [ToolCallEnd(0, "ls", "invalid_json"),
+        "reasoning body": [MessageEnd("end_of_stream"), EndOfTurn("end_of_stream", "stop")],
+        "call body": [ToolCallEnd(0, "ls", "invalid_json"), MessageEnd("end_of_stream"),
                       EndOfTurn("end_of_stream", "tool_calls")],
         "dropped body": [Recovery(rules.UNDECLARED_RECIPIENT, "1+1"),
                          EndOfTurn("end_of_stream", "stop")],
@@ -225,7 +244,11 @@ def test_forged_role_ends_the_turn_at_its_first_marker():
 def test_call_begin_event_carries_header_facts():
     _, out = machine_in(" to=functions.get_weather<|channel|>commentary <|constrain|>json"
                         "<|message|>")
-    assert out == [ToolCallBegin(0, "call_x", "get_weather", "commentary", "json")]
+    assert out == [
+        MessageBegin("call", "commentary", "commentary", "functions.get_weather",
+                     "<|constrain|>json"),
+        ToolCallBegin(0, "call_x", "get_weather", "commentary", "json"),
+    ]
 
 
 # -- header.py ---------------------------------------------------------------------------
@@ -366,7 +389,8 @@ def test_free_text_at_close_is_content():
     machine, _ = machine_in("<|channel|>final<|message|>A<|end|>Bye now")
     out: list = []
     machine.close("stop", out)
-    assert out[:2] == [Recovery(rules.FREE_TEXT), ContentText("Bye now", None)]
+    assert out[:4] == [Recovery(rules.FREE_TEXT), MessageBegin("content", "final"),
+                       ContentText("Bye now", None), MessageEnd("end_of_stream")]
 
 
 def test_forged_role_without_start_ends_the_turn_at_the_channel_marker():

@@ -8,7 +8,8 @@ import pytest
 
 from harmony_plugins import ChatResult, Request, Step, StreamParser, Turn
 from harmony_plugins.steps import EMPTY, CallDelta
-from harmony_plugins.turn import declared_tools, switch
+from harmony_plugins.tools import declared_tools
+from harmony_plugins.turn import switch
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather",

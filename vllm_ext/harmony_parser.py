@@ -8,7 +8,9 @@ the turn's steps into vLLM's types and deciding nothing about Harmony:
 * chat completions, whole: ``parse`` → ``(reasoning, content, tool_calls)``;
 * the Responses API: ``process_chunk`` / ``flush`` → ``Segment``s, each carrying a delta or a
   completed ``openai_harmony.Message`` (never both: vLLM drops the message of a segment that
-  also has a delta).
+  also has a delta). One Message per Harmony message, framed by the core's
+  ``MessageBegin`` / ``MessageEnd`` events, with the channel it counts as (always one vLLM
+  knows), its recipient and content type copied from ``MessageBegin``.
 
 Everything else (``adjust_request`` and its structural tags for ``tool_choice`` and
 ``response_format``, ``is_reasoning_end``) is vLLM's own, inherited unchanged.
@@ -28,23 +30,18 @@ from vllm.renderers.chat_utils import make_tool_call_id
 
 from harmony_adapters import metrics
 from harmony_plugins import Request, Step, Turn, Vocab
-from harmony_plugins import markers as mk
 from harmony_plugins.events import (
     ContentText,
-    EndOfTurn,
+    MessageBegin,
+    MessageEnd,
     ReasoningText,
     ToolCallArguments,
-    ToolCallBegin,
-    ToolCallEnd,
 )
-from harmony_plugins.turn import BUILTIN_NAMES, pass_undeclared
+from harmony_plugins.turn import pass_undeclared
 
 from .deltas import delta_message
 
 logger = logging.getLogger("vllm.harmony_ext")
-
-# Markers after which the engine stops: the message being streamed is complete.
-_STOP_MARKERS = (mk.RETURN, mk.CALL, mk.END_OF_TEXT)
 
 
 class HarmonyExtParser(HarmonyParser):
@@ -62,7 +59,7 @@ class HarmonyExtParser(HarmonyParser):
         self._fed = 0  # ids fed to it
         self._past_tokens = 0  # ids fed to earlier turns (Responses reuses parsers)
         self._past_reasoning = 0
-        self._open: _OpenItem | None = None  # Responses: the message being streamed
+        self._open: _Message | None = None  # Responses: the message being streamed
 
     # -- the turn ----------------------------------------------------------------------
 
@@ -128,7 +125,7 @@ class HarmonyExtParser(HarmonyParser):
         if len(token_ids) == self._past_tokens + self._fed:
             return self._past_reasoning + (turn.reasoning_tokens if turn is not None else 0)
         fresh = Turn(Request(), self._vocab)  # ids we did not see: count afresh, unreported
-        fresh.parser.feed_ids(token_ids)
+        fresh.feed_ids(token_ids)
         return fresh.reasoning_tokens
 
     # -- the Responses API -------------------------------------------------------------
@@ -140,22 +137,8 @@ class HarmonyExtParser(HarmonyParser):
         before = turn.reasoning_tokens
         step = turn.feed_ids(token_ids)
         self._fed += len(token_ids)
-        segments = self._segments(step)
-        if self._open is not None and self._stops(token_ids):
-            # The engine stops here: complete the open message now, not in flush(); vLLM
-            # marks the last message "incomplete" when flush() returns anything.
-            self._switch_to(None, segments)
-        return ChunkResult(segments=segments,
+        return ChunkResult(segments=self._segments(step),
                            reasoning_token_count=turn.reasoning_tokens - before)
-
-    def _stops(self, token_ids: Sequence[int]) -> bool:
-        """Whether the step ends with ``<|return|>``, ``<|call|>`` or ``<|endoftext|>``.
-
-        The engine stops right after such a token, so only the last id need be looked at.
-        """
-        table = self._vocab.table
-        last = token_ids[-1]
-        return 0 <= last < len(table) and table[last] in _STOP_MARKERS
 
     def flush(self) -> list[Segment]:
         turn = self._turn
@@ -166,60 +149,42 @@ class HarmonyExtParser(HarmonyParser):
         return self._segments(step)
 
     def _segments(self, step: Step) -> list[Segment]:
-        """A step's events to Segments: deltas as they come, a completed Message each."""
+        """A step's events to Segments: each piece of a message's body as a delta, and a
+        completed ``openai_harmony.Message`` when the core says the message ended."""
         out: list[Segment] = []
+        message = self._open
         for event in step.events:
-            match event:
-                case ReasoningText(text=text, channel=channel):
-                    self._switch_to(("text", channel or "analysis", None, None), out)
-                    self._delta(text, out)
-                case ContentText(text=text, channel=channel):
-                    self._switch_to(("text", channel or "final", None, None), out)
-                    self._delta(text, out)
-                case ToolCallBegin(name=name, channel=channel, content_type=content_type):
-                    recipient = name if name in BUILTIN_NAMES else "functions." + name
-                    if content_type == "json":
-                        content_type = "<|constrain|>json"
-                    self._switch_to(("call", channel or "commentary", recipient,
-                                     content_type), out)
-                case ToolCallArguments(text=text):
-                    self._delta(text, out)
-                case ToolCallEnd() | EndOfTurn():
-                    self._switch_to(None, out)
+            cls = event.__class__
+            if cls is ReasoningText or cls is ContentText or cls is ToolCallArguments:
+                message.parts.append(event.text)  # type: ignore[union-attr]
+                out.append(Segment(channel=message.begin.channel,  # type: ignore[union-attr]
+                                   recipient=message.begin.recipient,  # type: ignore[union-attr]
+                                   delta=event.text))
+            elif cls is MessageBegin:
+                message = _Message(event)  # type: ignore[arg-type]
+            elif cls is MessageEnd:
+                out.append(message.completed())  # type: ignore[union-attr]
+                message = None
+        self._open = message
         return out
 
-    def _switch_to(self, key: tuple | None, out: list[Segment]) -> None:
-        """Complete the open message unless ``key`` continues it; open ``key``."""
-        item = self._open
-        if item is not None:
-            if key is not None and key[0] == "text" and item.key == key:
-                return  # more text of the same kind: one message
-            out.append(item.completed())
-        self._open = _OpenItem(key) if key is not None else None
 
-    def _delta(self, text: str, out: list[Segment]) -> None:
-        item = self._open
-        assert item is not None
-        item.parts.append(text)
-        out.append(Segment(channel=item.key[1], recipient=item.key[2], delta=text))
+class _Message:
+    """The Harmony message being streamed to the Responses API, until the core ends it."""
 
+    __slots__ = ("begin", "parts")
 
-class _OpenItem:
-    """A message being streamed to the Responses API, kept until it completes."""
-
-    __slots__ = ("key", "parts")
-
-    def __init__(self, key: tuple) -> None:
-        self.key = key  # (kind, channel, recipient, content_type)
+    def __init__(self, begin: MessageBegin) -> None:
+        self.begin = begin
         self.parts: list[str] = []
 
     def completed(self) -> Segment:
-        _, channel, recipient, content_type = self.key
+        begin = self.begin
         message = Message.from_role_and_content(Role.ASSISTANT, "".join(self.parts))
-        message = message.with_channel(channel)
-        if recipient is not None:
-            message = message.with_recipient(recipient)
-        if content_type is not None:
-            message = message.with_content_type(content_type)
-        return Segment(channel=channel, recipient=recipient, delta="",
+        message = message.with_channel(begin.channel)
+        if begin.recipient is not None:
+            message = message.with_recipient(begin.recipient)
+        if begin.content_type is not None:
+            message = message.with_content_type(begin.content_type)
+        return Segment(channel=begin.channel, recipient=begin.recipient, delta="",
                        completed_message=message)

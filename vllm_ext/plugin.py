@@ -187,7 +187,8 @@ def compose(func: Any, manager: type, args: tuple[Any, ...], kwargs: dict[str, A
     """
     from vllm.parser.harmony import HarmonyParser
 
-    saved = {k: HarmonyParser.__dict__[k] for k in _RESOLVED if k in HarmonyParser.__dict__}
+    own = HarmonyParser.__dict__
+    saved = {k: own[k] for k in _RESOLVED if k in own}
     try:
         composed = func(manager, *args, **kwargs)
         if composed is None:
@@ -196,9 +197,12 @@ def compose(func: Any, manager: type, args: tuple[Any, ...], kwargs: dict[str, A
         if missing:
             raise TypeError(f"vLLM's parser class {composed.__name__} has no {', '.join(missing)}")
         resolved = [getattr(composed, k) for k in _RESOLVED]
-    finally:
-        for k, v in saved.items():
-            setattr(HarmonyParser, k, v)
+    finally:  # what vLLM set on its own class, and nothing else, whatever happened
+        for k in _RESOLVED:
+            if k in saved:
+                setattr(HarmonyParser, k, saved[k])
+            elif k in own:
+                delattr(HarmonyParser, k)
     if tool_selected and resolved[1] is None:
         logger.warning("harmony-ext: --tool-call-parser %s has no effect without "
                        "--enable-auto-tool-choice; vLLM drops tool calls from chat "

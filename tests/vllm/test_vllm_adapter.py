@@ -46,11 +46,15 @@ TEXTS = [case[0] for case in CASES]
 
 
 @pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
+def tokenizer_dir(tmp_path_factory):
+    return write_hf_tokenizer(tmp_path_factory.mktemp("tok"))
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tokenizer_dir):
     from transformers import AutoTokenizer
 
-    folder = write_hf_tokenizer(tmp_path_factory.mktemp("tok"))
-    return AutoTokenizer.from_pretrained(str(folder))
+    return AutoTokenizer.from_pretrained(str(tokenizer_dir))
 
 
 @pytest.fixture(scope="module")
@@ -405,3 +409,43 @@ def test_prompt_hook_renders_analysis_first_only_with_harmony_ext(tokenizer, mon
     assert [m.content[0].text for m in
             harmony_utils.parse_chat_inputs_to_harmony_messages([user])] == ["hi"]
 
+
+
+COMPOSE_MANY = r"""
+import sys
+from transformers import AutoTokenizer
+from vllm.parser.harmony import HarmonyParser
+from vllm.parser.parser_manager import ParserManager
+from vllm_ext import plugin
+from vllm_ext.parsers import HarmonyExtReasoningParser, HarmonyExtToolParser
+
+MISSING = object()
+KEYS = ("reasoning_parser_cls", "tool_parser_cls", "tool_strict_level")
+before = {k: HarmonyParser.__dict__.get(k, MISSING) for k in KEYS}
+plugin.register()
+tokenizer = AutoTokenizer.from_pretrained(sys.argv[1])
+ours = (HarmonyExtToolParser, HarmonyExtReasoningParser)
+for names in [("harmony-ext", "harmony-ext"), ("harmony-ext", "openai_gptoss"),
+              ("openai", "harmony-ext")] * 3:
+    composed = ParserManager.get_parser(
+        tool_parser_name=names[0], reasoning_parser_name=names[1], enable_auto_tools=True,
+        model_name="tiny", is_harmony=True, tokenizer=tokenizer)
+    assert composed is not HarmonyParser, names
+after = {k: HarmonyParser.__dict__.get(k, MISSING) for k in KEYS}
+assert after == before, (before, after)
+for k in KEYS:
+    value = getattr(HarmonyParser, k, None)
+    assert not (isinstance(value, type) and issubclass(value, ours)), (k, value)
+print("vLLM's class as vLLM set it")
+"""
+
+
+def test_vllms_class_stays_vllms_after_any_number_of_compositions(tokenizer_dir):
+    """In a fresh process (no earlier composition): whatever HarmonyParser held before the
+    first ``harmony-ext`` composition, it holds after nine, and never one of our classes."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", COMPOSE_MANY, str(tokenizer_dir)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "vLLM's class as vLLM set it" in done.stdout

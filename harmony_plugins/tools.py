@@ -1,0 +1,115 @@
+"""The request's tools, read once: which names a call may resolve to, and their schemas.
+
+Engines hand tools over in several shapes: OpenAI chat (``{"type": "function", "function":
+{...}}``), Responses (``{"type": "function", "name": ...}``, built-in tool types,
+``namespace`` tools), plain function names, as dicts or as the engines' pydantic objects.
+This module is the one place that reads those shapes; the parser sees only names and
+``parameters`` schemas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+BUILTIN_RECIPIENTS: Mapping[str, tuple[str, ...]] = {
+    "code_interpreter": ("python",),
+    "web_search_preview": ("browser.search", "browser.open", "browser.find"),
+    "web_search": ("browser.search", "browser.open", "browser.find"),
+    "container": ("container.exec",),
+}
+"""Responses API built-in tool types, and the recipients gpt-oss uses for them."""
+
+BUILTIN_NAMES = frozenset(n for names in BUILTIN_RECIPIENTS.values() for n in names)
+
+NAMESPACE_SEPARATOR = "__"
+"""How a Responses ``namespace`` tool's functions are named flat (``space__name``)."""
+
+
+def field(tool: Any, key: str) -> Any:
+    """``tool[key]`` for a dict, ``tool.key`` for an object (None when absent)."""
+    return tool.get(key) if isinstance(tool, Mapping) else getattr(tool, key, None)
+
+
+def recipient(name: str) -> str:
+    """The Harmony recipient of a declared callable: ``functions.NAME``, or a built-in's own
+    name (``browser.search``)."""
+    return name if name in BUILTIN_NAMES else "functions." + name
+
+
+def declared_tools(tools: Iterable[Any] | None) -> list[Any]:
+    """The request's tools as the parser takes them: function tools (with their
+    ``parameters``, chat or Responses shape, dicts or pydantic objects), the recipient names
+    of Responses built-in tools, and each Responses namespace's functions under their flat
+    names. Tools of other kinds (MCP, file search) declare nothing callable."""
+    out: list[Any] = []
+    for tool in tools or ():
+        if isinstance(tool, str):
+            out.append(tool)
+            continue
+        kind = field(tool, "type")
+        if kind == "namespace":
+            space = field(tool, "name")
+            for inner in field(tool, "tools") or ():
+                if field(inner, "type") in (None, "function") and field(inner, "name"):
+                    out.append({"name": f"{space}{NAMESPACE_SEPARATOR}{field(inner, 'name')}",
+                                "parameters": field(inner, "parameters")})
+        elif kind in BUILTIN_RECIPIENTS:
+            out.extend(BUILTIN_RECIPIENTS[kind])
+        else:
+            out.append(tool)
+    return out
+
+
+def name_and_schema(tool: object) -> tuple[str | None, Any]:
+    """(name, parameters) of one tool in any accepted shape; (None, None) if it has no name."""
+    if isinstance(tool, str):
+        return tool, None
+    if tool is None or isinstance(tool, int | float | bytes | list | tuple):
+        raise TypeError(
+            f"each tool must be a function name, an OpenAI tool object or a dict, "
+            f"not {type(tool).__name__}")
+    function = field(tool, "function")
+    where = function if function is not None and not isinstance(function, str) else tool
+    name = field(where, "name")
+    if not isinstance(name, str) or not name:
+        return None, None  # a builtin tool of the Responses API, say: nothing to call
+    return name, field(where, "parameters")
+
+
+def _check(tools: object) -> None:
+    if isinstance(tools, str | bytes | bytearray | Mapping):
+        raise TypeError(
+            f"tools must be a list of tools or function names, not a {type(tools).__name__}"
+            " (wrap a single tool in a list)")
+
+
+def tool_names(tools: Iterable[object] | None) -> frozenset[str]:
+    """Function names from an OpenAI ``tools`` array (chat or Responses shape) or names.
+
+    Raises TypeError for a ``tools`` that is a string or a single dict (``"get"`` would
+    otherwise declare ``g``, ``e`` and ``t``) or holds items of no tool shape.
+    """
+    if tools is None:
+        return frozenset()
+    _check(tools)
+    names = set()
+    for tool in tools:
+        name, _ = name_and_schema(tool)
+        if name is not None:
+            names.add(name)
+    return frozenset(names)
+
+
+def tool_schemas(tools: Iterable[object] | None) -> dict[str, Any]:
+    """Declared ``parameters`` JSON Schemas by function name (tools declared without one
+    are left out). Pydantic ``parameters`` are taken as they are if they are dicts."""
+    if tools is None:
+        return {}
+    _check(tools)
+    out: dict[str, Any] = {}
+    for tool in tools:
+        name, params = name_and_schema(tool)
+        if name is not None and isinstance(params, Mapping):
+            out[name] = params
+    return out
