@@ -484,6 +484,64 @@ CASES: list[Case] = [
          '<|channel|>commentary to=functions.Web Search\u202f<|constrain|>json<|message|>{}'
          "<|call|>", tools=["Web Search"], calls=(("Web Search", "{}"),),
          finish_reason="tool_calls"),
+    # ------------------------------------------------------------------ 2-3. version 3
+    # The first message's header: text right after the prompt, closed by <|end|> with no
+    # marker before it, is a header (garbage), however long; gpt-oss writes refusal
+    # reasoning there, and shown as content it leaks chain of thought.
+    Case("v3_first_header_garbage_refusal", "3 first message: header closed by <|end|>",
+         "We must refuse. The user asks for instructions to pick a lock, which is"
+         " disallowed.<|end|><|start|>assistant<|channel|>analysis<|message|>Refuse politely."
+         "<|end|><|start|>assistant<|channel|>final<|message|>Sorry, I can't help with that."
+         "<|return|>", reasoning="Refuse politely.", content="Sorry, I can't help with that.",
+         dropped=True),
+    Case("v3_first_header_garbage_alone", "3 first message: a header and nothing else",
+         "I should think about this first.<|end|>", dropped=True),
+    Case("v3_first_header_garbage_then_call", "3 first message garbage, then a call",
+         "Need the weather tool.<|end|><|start|>assistant" + CALL_W + PARIS + "<|call|>",
+         tools=W, calls=(("get_weather", PARIS),), finish_reason="tool_calls", dropped=True),
+    Case("v3_no_markup_before_return_is_content", "2 no markup (stop token present)",
+         "Just an answer.<|return|>", content="Just an answer."),
+    # A `final` header without <|message|> holds the answer, whatever ends it.
+    Case("v3_final_constrain_without_message", "3 final + stray <|constrain|>, no message",
+         "<|channel|>final<|constrain|>The answer.<|return|>", content="The answer."),
+    Case("v3_final_constrain_without_message_end", "3 final + stray <|constrain|>, <|end|>",
+         "<|channel|>final<|constrain|>The answer.<|end|>", content="The answer."),
+    Case("v3_final_without_message_at_start", "3 final without message, ended by <|start|>",
+         "<|channel|>final The answer.<|start|>assistant<|channel|>analysis<|message|>Done."
+         "<|end|>", reasoning="Done.", content="The answer."),
+    Case("v3_final_without_message_end_of_output", "3 final without message, output ends",
+         "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final"
+         " The answer.", reasoning="Easy.", content="The answer."),
+    Case("v3_finalx_is_unknown_channel", "3 the channel word must be exactly final",
+         "<|channel|>finalx The answer.<|end|><|start|>assistant<|channel|>final<|message|>"
+         "Ok.<|return|>", content="Ok.", dropped=True),
+    Case("v3_final_constrain_json_is_not_an_answer", "3 final + content type, no message",
+         "<|channel|>final <|constrain|>json<|end|><|start|>assistant<|channel|>final"
+         "<|message|>Ok.<|return|>", content="Ok.", dropped=True),
+    # A repeated <|start|> counts once, anywhere.
+    Case("v3_repeated_start_in_the_middle", "3 repeated <|start|> after a message",
+         "<|channel|>analysis<|message|>Think.<|end|><|start|><|start|>assistant<|channel|>"
+         "final<|message|>Answer.<|return|>", reasoning="Think.", content="Answer."),
+    Case("v3_repeated_start_before_call", "3 repeated <|start|> before a call",
+         "<|channel|>analysis<|message|>Think.<|end|><|start|><|start|><|start|>assistant"
+         + CALL_W + PARIS + "<|call|>", tools=W, reasoning="Think.",
+         calls=(("get_weather", PARIS),), finish_reason="tool_calls"),
+    # Stray markers inside a body are dropped and counted; the body goes on.
+    Case("v3_stray_markers_in_content", "3 <|message|> and <|constrain|> inside a body",
+         "<|channel|>final<|message|>The <|message|>answer<|constrain|> is 4.<|return|>",
+         content="The answer is 4."),
+    Case("v3_stray_marker_in_arguments", "3 <|constrain|> inside a call's body",
+         CALL_W + '{"city":<|constrain|>"Paris"}<|call|>', tools=W,
+         calls=(("get_weather", '{"city":"Paris"}'),), finish_reason="tool_calls"),
+    # Messages with no channel (or an empty one) are content.
+    Case("v3_no_channel_first_message", "2 first message with no channel",
+         "<|message|>Hello there.<|return|>", content="Hello there."),
+    Case("v3_empty_channel_after_analysis", "2 empty channel",
+         "<|channel|>analysis<|message|>Hm.<|end|><|start|>assistant<|channel|><|message|>"
+         "Hello.<|return|>", reasoning="Hm.", content="Hello."),
+    Case("v3_no_channel_role_only", "2 <|start|>assistant<|message|>: no channel",
+         "<|channel|>analysis<|message|>Hm.<|end|><|start|>assistant<|message|>Hello."
+         "<|return|>", reasoning="Hm.", content="Hello."),
     # ------------------------------------------------------------------ 4. arguments
     Case("args_trailing_bracket", "4 cut after the first JSON value (stray ])",
          CALL_W + PARIS + "]<|call|>", tools=W, calls=(("get_weather", PARIS),),

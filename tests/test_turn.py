@@ -54,6 +54,21 @@ def test_tool_choice_none_declares_nothing_and_counts_the_call_as_undeclared():
     assert seen[0].recoveries == {"undeclared_function": 1}
 
 
+@pytest.mark.parametrize(("tools", "pass_undeclared", "surfaced", "outcomes"), [
+    ([WEATHER], False, 1, {"surfaced": 1}),
+    ([], False, 0, {"undeclared": 1}),
+    ([], True, 1, {"undeclared": 1}),  # passed through: still one call, one outcome
+    ([WEATHER], True, 1, {"surfaced": 1}),
+])
+def test_each_call_has_exactly_one_outcome(tools, pass_undeclared, surfaced, outcomes):
+    seen = []
+    turn = Turn(Request(tools, pass_undeclared=pass_undeclared), observer=seen.append)
+    step = turn.feed_text(CALL, finish="stop")
+    assert len(step.calls) == surfaced
+    assert seen[0].outcomes == outcomes
+    assert sum(seen[0].outcomes.values()) == 1
+
+
 def test_one_step_per_feed_with_text_calls_and_the_end():
     turn = Turn(Request([WEATHER]), id_factory=lambda: "call_1")
     first = turn.feed_text("<|channel|>analysis<|message|>Hmm.<|end|>")
