@@ -8,9 +8,9 @@ is created, so the counters are created on the first response a process finishes
 engine has set the mode up), never at import or plugin registration.
 
 A :class:`~harmony_plugins.turn.Turn` hands its :class:`~harmony_plugins.turn.Summary` to
-:func:`observe`. ``unchecked`` calls (a schema was declared but could not be applied) are
-counted as ``surfaced``, the contract's label set being closed; a warning says so once per
-process.
+a :class:`Counting` observer. ``unchecked`` calls (a schema was declared but could not be
+applied) are counted as ``surfaced`` (``rules.outcome_label``: the contract's label set is
+closed); a warning says so once per process.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import os
 import threading
 from typing import Any
 
+from harmony_plugins import rules
 from harmony_plugins.turn import Summary
 
 RESPONSES = "harmony_ext_responses"
@@ -28,21 +29,14 @@ TOOL_CALLS = "harmony_ext_tool_calls"
 LEAKS = "harmony_ext_leaks_suspected"
 """Metric names without prometheus_client's ``_total`` suffix (it adds it to counters)."""
 
-OUTCOMES = ("surfaced", "undeclared", "invalid_json", "not_object", "schema_mismatch")
-"""The ``outcome`` label values of ``harmony_ext_tool_calls_total`` (contract section 9)."""
-
-_AS_LABEL = {"unchecked": "surfaced"}
-
-logger = logging.getLogger("harmony_ext")
 _lock = threading.Lock()
 _counters: tuple[Any, Any, Any, Any] | None = None
 _problem: str | None = None
-_warned_unchecked = False
 
 
-def counters() -> tuple[Any, Any, Any, Any] | None:
+def counters(log: logging.Logger) -> tuple[Any, Any, Any, Any] | None:
     """(responses, recoveries, tool_calls, leaks) of this process, created on first use;
-    None where prometheus_client is missing (said once in the log)."""
+    None where prometheus_client is missing (said once, in ``log``)."""
     global _counters, _problem
     if _counters is not None or _problem is not None:
         return _counters
@@ -54,12 +48,12 @@ def counters() -> tuple[Any, Any, Any, Any] | None:
             from prometheus_client import values as pc_values
         except ImportError as e:
             _problem = f"prometheus_client is not importable ({e})"
-            logger.warning("harmony-ext: no counters on /metrics: %s", _problem)
+            log.warning("harmony-ext: no counters on /metrics: %s", _problem)
             return None
         if os.environ.get("PROMETHEUS_MULTIPROC_DIR") and not getattr(
                 pc_values.ValueClass, "_multiprocess", False):
-            logger.warning("harmony-ext: PROMETHEUS_MULTIPROC_DIR is set but prometheus_client "
-                           "was loaded before it was; this process's counts are not added up")
+            log.warning("harmony-ext: PROMETHEUS_MULTIPROC_DIR is set but prometheus_client "
+                        "was loaded before it was; this process's counts are not added up")
         _counters = (
             Counter(RESPONSES, "Responses parsed by harmony-ext"),
             Counter(RECOVERIES, "Contract recovery rules applied to model output", ["rule"]),
@@ -69,28 +63,33 @@ def counters() -> tuple[Any, Any, Any, Any] | None:
         return _counters
 
 
-def observe(summary: Summary) -> None:
-    """Count one finished response (the observer adapters give their turns)."""
-    found = counters()
-    if found is None:
-        return
-    responses, recoveries, tool_calls, leaks = found
-    responses.inc()
-    for rule, n in summary.recoveries.items():
-        recoveries.labels(rule=rule).inc(n)
-    for outcome, n in summary.outcomes.items():
-        label = _AS_LABEL.get(outcome, outcome)
-        if label != outcome:
-            _warn_unchecked()
-        tool_calls.labels(outcome=label).inc(n)
-    if summary.leaks:
-        leaks.inc(len(summary.leaks))
+class Counting:
+    """The observer adapters give their turns: counts each finished response, and logs
+    what it has to say in the engine's own log (``log``: the adapter's logger, which the
+    engine's logging configuration shows; a logger outside it would be lost)."""
 
+    __slots__ = ("log", "warned_unchecked")
 
-def _warn_unchecked() -> None:
-    global _warned_unchecked
-    if not _warned_unchecked:
-        _warned_unchecked = True
-        logger.warning("harmony-ext: a tool declares parameters that could not be checked "
-                       "(jsonschema missing, the schema invalid or the value too deep); such "
-                       "calls are counted as outcome=\"surfaced\"")
+    def __init__(self, log: logging.Logger) -> None:
+        self.log = log
+        self.warned_unchecked = False
+
+    def __call__(self, summary: Summary) -> None:
+        found = counters(self.log)
+        if found is None:
+            return
+        responses, recoveries, tool_calls, leaks = found
+        responses.inc()
+        for rule, n in summary.recoveries.items():
+            recoveries.labels(rule=rule).inc(n)
+        for outcome, n in summary.outcomes.items():
+            label = rules.outcome_label(outcome)
+            if label != outcome and not self.warned_unchecked:
+                self.warned_unchecked = True
+                self.log.warning(
+                    "harmony-ext: a tool declares parameters that could not be checked "
+                    "(jsonschema missing, the schema invalid or the value too deep); such "
+                    "calls are counted as outcome=\"%s\"", label)
+            tool_calls.labels(outcome=label).inc(n)
+        if summary.leaks:
+            leaks.inc(len(summary.leaks))

@@ -129,7 +129,7 @@ class Machine:
     """
 
     __slots__ = (
-        "tools", "spaced", "checker", "new_id", "pass_undeclared", "defer",
+        "tools", "spaced", "checker", "new_id", "pass_undeclared", "tools_unknown",
         "state", "after_call", "stop_reason", "calls", "seen_marker", "recoveries",
         "outcomes", "leaks",
         "role_given", "free", "sections", "section_kind", "pieces",
@@ -143,10 +143,14 @@ class Machine:
         id_factory: Callable[[], str] | None = None,
         pass_undeclared: bool = False,
         schemas: Mapping[str, Any] | None = None,
-        defer: bool = False,
+        tools_unknown: bool = False,
     ) -> None:
-        self.declare(tools, schemas, pass_undeclared, defer)
+        self.tools = tools
+        self.spaced = hdr.spaced_names(tools)
+        self.checker = ArgumentChecker(schemas or {})
         self.new_id = id_factory or random_call_id
+        self.pass_undeclared = pass_undeclared
+        self.tools_unknown = tools_unknown
         self.state = HEADER
         self.after_call = False
         self.stop_reason: str | None = None
@@ -170,17 +174,6 @@ class Machine:
         self.call_index = -1
         self.call_name = ""
         self.scanner: LeakScanner | None = None
-
-    def declare(self, tools: frozenset[str], schemas: Mapping[str, Any] | None,
-                pass_undeclared: bool, defer: bool = False) -> None:
-        """Set what the request declares. ``defer``: the tools are not known yet, so every
-        call to a ``functions.*`` name begins (unchecked, uncounted) and the caller decides
-        about it once they are (see :meth:`harmony_plugins.turn.Turn.declare`)."""
-        self.tools = tools
-        self.spaced = hdr.spaced_names(tools)
-        self.checker = ArgumentChecker(schemas or {})
-        self.pass_undeclared = pass_undeclared
-        self.defer = defer
 
     def count_outcome(self, outcome: str) -> None:
         """Count one call's outcome (``rules.OUTCOMES``)."""
@@ -405,6 +398,10 @@ class Machine:
         self.state = BODY
         self.channel = h.channel
         recipient = h.recipient
+        if self.tools_unknown and (recipient is not None or h.empty_recipient or hdr.
+                                   content_type_function(h.content_type, self.tools) == ""):
+            self._drop(rules.TOOLS_UNKNOWN)  # a call; whose, the tools would have said
+            return
         if recipient is None:
             named = hdr.content_type_function(h.content_type, self.tools)
             if named:  # `<|constrain|>functions.NAME`, NAME declared: the recipient
@@ -419,14 +416,12 @@ class Machine:
         if recipient is not None:
             name, rule = hdr.resolve_recipient(recipient, self.tools)
             undeclared = name is None and rule == rules.UNDECLARED_FUNCTION
-            if undeclared and (self.pass_undeclared or self.defer):
+            if undeclared and self.pass_undeclared:
                 name = recipient[len("functions."):]
-                if self.defer:  # decided once the tools are known
-                    rule = None
             if name is not None:
                 if rule is not None:
                     self._recover(out, rule)
-                self._begin_call(name, h, out, undeclared and not self.defer)
+                self._begin_call(name, h, out, undeclared)
                 return
             self._drop(rule or rules.UNDECLARED_RECIPIENT)
         elif self.after_call:
@@ -463,7 +458,7 @@ class Machine:
         self.route = DROP
         self.drop_rule = rule
         self.dropped = []
-        if rule == rules.UNDECLARED_FUNCTION:
+        if rule == rules.UNDECLARED_FUNCTION or rule == rules.TOOLS_UNKNOWN:
             self.count_outcome(rules.UNDECLARED)
 
     # -- bodies --------------------------------------------------------------------------
@@ -496,12 +491,9 @@ class Machine:
             junk = cutter.junk_text()
             if junk.strip():
                 self._recover(out, rules.AFTER_JSON_VALUE, junk)
-            if self.defer:  # checked and counted once the tools are known
-                outcome = rules.UNCHECKED
-            else:
-                name = self.call_name
-                outcome = self.checker.check(name, arguments) if name else rules.UNDECLARED
-                self.count_outcome(outcome)
+            name = self.call_name
+            outcome = self.checker.check(name, arguments) if name else rules.UNDECLARED
+            self.count_outcome(outcome)
             out.append(ToolCallEnd(self.call_index, arguments, outcome))
             out.append(MessageEnd(_ENDED_BY[marker]))
             self.cutter = None

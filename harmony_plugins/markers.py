@@ -32,6 +32,24 @@ STRUCTURAL = {
 }
 """The spellings every Harmony vocabulary must have, with their markers."""
 
+_SPELLING_OF = {marker: spelling for spelling, marker in STRUCTURAL.items()}
+
+
+def spelling(marker: int) -> str:
+    """How a structural marker is spelled in text (``spelling(CALL) == "<|call|>"``)."""
+    return _SPELLING_OF[marker]
+
+
+ANALYSIS_START = "<|channel|>analysis<|message|>"
+"""The text that opens a chain-of-thought message (an engine's "reasoning start" string)."""
+
+
+def may_hold_markers(text: str) -> bool:
+    """Whether decoded text can hold a marker at all; without ``<|`` it is plain text (in
+    text mode every marker is spelled with it), so no call can be in it."""
+    return "<|" in text
+
+
 REQUIRED = ("<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|return|>", "<|call|>")
 """Spellings without which a tokenizer cannot be a Harmony one."""
 

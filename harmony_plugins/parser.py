@@ -27,7 +27,9 @@ class StreamParser:
     call's arguments are checked against its tool's ``parameters`` schema when it ends (see
     ``ToolCallEnd.outcome``). ``encoding`` is the :class:`Vocab` of the token ids (default:
     o200k_harmony, loaded offline once per process). ``pass_undeclared`` surfaces calls to
-    ``functions.*`` names the request did not declare.
+    ``functions.*`` names the request did not declare. ``tools_unknown``: the caller does
+    not know the request's tools yet, so no message with a recipient is a call (each is
+    dropped by the ``tools_unknown`` rule); see :meth:`harmony_plugins.turn.Turn.declare`.
 
     Bad arguments raise at the boundary, before any state changes: TypeError for a
     ``tools`` that is a string or a single dict, a non-string text delta, or a token id that
@@ -43,11 +45,12 @@ class StreamParser:
         *,
         id_factory: Callable[[], str] | None = None,
         pass_undeclared: bool = False,
+        tools_unknown: bool = False,
     ) -> None:
         if id_factory is not None and not callable(id_factory):
             raise TypeError("id_factory must be a callable returning a call id")
         self._machine = Machine(tool_names(tools), id_factory, bool(pass_undeclared),
-                                tool_schemas(tools))
+                                tool_schemas(tools), bool(tools_unknown))
         self._encoding = encoding
         self._ids: IdsInput | None = None
         self._text: TextInput | None = None
@@ -95,6 +98,11 @@ class StreamParser:
             front.flush(self._machine, out)
         self._machine.close(finish, out)
         return out
+
+    @property
+    def fed_ids(self) -> bool:
+        """Whether this parser was fed token ids (not text)."""
+        return self._ids is not None
 
     @property
     def calls(self) -> int:

@@ -82,8 +82,8 @@ CONTENT_TYPE_RECIPIENT = "content_type_recipient"
 with no recipient is the recipient."""
 
 TOOLS_UNKNOWN = "tools_unknown"
-"""[3] A call written while the request's tools were never made known to the parse (an
-adapter's parse that no tool parser completed): not surfaced; the text is its arguments."""
+"""[3] A message with a recipient, in a parse that was never told the request's tools (see
+``Turn.declare``): a call that cannot be surfaced; its body is dropped."""
 
 SPLIT_MARKER = "split_marker"
 """[6] Text mode: text that would complete a control-token spelling across a dropped marker

@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import Event
+from . import rules
+from .events import Event, ReasoningText
 from .parser import StreamParser
 from .steps import EMPTY, Step, join, step_of
 from .tools import declared_tools
@@ -55,16 +56,25 @@ class Request:
     ``"none"`` declares nothing (a call the model writes anyway is counted as undeclared);
     ``pass_undeclared``: surface calls to undeclared ``functions.*`` names. The tools are
     read on first use, so building a Request costs nothing.
+
+    ``tools_known=False``: the caller cannot tell the request's tools yet (an engine hands
+    them to another of its objects). The turn then parses without them, surfacing no call,
+    until :meth:`Turn.declare` gives them; see there.
     """
 
-    __slots__ = ("_tools", "tool_choice", "pass_undeclared", "_declared")
+    __slots__ = ("_tools", "tool_choice", "pass_undeclared", "tools_known", "_declared")
 
     def __init__(self, tools: Iterable[Any] | None = None, tool_choice: Any = None,
-                 pass_undeclared: bool = False) -> None:
-        self._tools = tools
+                 pass_undeclared: bool = False, *, tools_known: bool = True) -> None:
+        self._tools = tools if tools_known else None
         self.tool_choice = tool_choice
         self.pass_undeclared = bool(pass_undeclared)
+        self.tools_known = tools_known
         self._declared: list[Any] | None = None
+
+    def with_tools(self, tools: Iterable[Any] | None) -> Request:
+        """The same request, its tools known."""
+        return Request(tools, self.tool_choice, self.pass_undeclared)
 
     @property
     def declared(self) -> list[Any]:
@@ -101,7 +111,7 @@ class Turn:
     """
 
     __slots__ = ("request", "_encoding", "_id_factory", "_parser", "_observer", "_log",
-                 "_leaks", "summary")
+                 "_leaks", "_fed", "_finish", "summary")
 
     def __init__(self, request: Request, encoding: Vocab | None = None, *,
                  id_factory: Callable[[], str] | None = None,
@@ -113,8 +123,11 @@ class Turn:
         self._log = log or logger
         self._parser: StreamParser | None = None
         self._leaks: list[str] = []
+        # While the tools are unknown: every feed so far, to parse again once they are.
+        self._fed: list[Any] | None = None if request.tools_known else []
+        self._finish: str | None = None  # set by close()
         self.summary: Summary | None = None
-        """Set when the turn has closed."""
+        """Set when the turn has been reported (at close; see :meth:`declare`)."""
 
     @property
     def parser(self) -> StreamParser:
@@ -124,12 +137,71 @@ class Turn:
             request = self.request
             parser = self._parser = StreamParser(
                 request.declared, self._encoding, id_factory=self._id_factory,
-                pass_undeclared=request.pass_undeclared)
+                pass_undeclared=request.pass_undeclared, tools_unknown=not request.tools_known)
         return parser
 
     @property
+    def tools_unknown(self) -> bool:
+        """Whether the request's tools are still to be given (:meth:`declare`)."""
+        return self._fed is not None
+
+    @property
+    def unresolved_calls(self) -> int:
+        """While the tools are unknown: the messages with a recipient so far (each may be a
+        call, which :meth:`declare` decides)."""
+        parser = self._parser
+        if self._fed is None or parser is None:
+            return 0
+        return parser.call_outcomes.get(rules.UNDECLARED, 0)
+
+    def declare(self, tools: Iterable[Any] | None) -> Step:
+        """Give a turn built with ``tools_known=False`` the request's tools.
+
+        Everything fed so far is parsed again with them, and the rest of the turn is parsed
+        with them: the result is the one a turn built with these tools gives, except that
+        the reasoning of the earlier steps stays as it was handed out (routing to reasoning
+        never depends on the tools, except for a call on ``analysis`` whose content type is
+        a bare declared name). Returns that parse's step less its reasoning: the content and
+        calls so far, in place of the earlier steps' (which surfaced no call).
+
+        The turn may already be closed (the reasoning parse of a whole output ends before
+        another object of the engine knows the tools): a turn whose tools are unknown is
+        reported only once they are given, or once :meth:`settle` says they never will be.
+        """
+        fed = self._fed
+        if fed is None:
+            raise RuntimeError("Turn.declare() on a turn whose tools are known or settled")
+        self._fed = None
+        self.request = self.request.with_tools(tools)
+        ids = self._parser is not None and self._parser.fed_ids
+        self._parser = None
+        parser = self.parser
+        events: list[Event] = []
+        for piece in fed:
+            events += parser.feed_ids(piece) if ids else parser.feed_text(piece)
+        if self._finish is not None:
+            events += parser.close(self._finish)
+        step = step_of([e for e in events if e.__class__ is not ReasoningText])
+        self._leaks = list(step.leaks)
+        if self._finish is not None:
+            self._summarise()
+        return step
+
+    def settle(self) -> None:
+        """The tools of a turn built with ``tools_known=False`` will never be given: close it
+        if it is open and report it as it is, every message with a recipient dropped by the
+        ``tools_unknown`` rule. Does nothing once the turn was reported."""
+        if self.summary is not None:
+            return
+        self._fed = None
+        if self._finish is None:
+            self.close()
+        else:
+            self._summarise()
+
+    @property
     def closed(self) -> bool:
-        return self.summary is not None
+        return self._finish is not None
 
     @property
     def reasoning_tokens(self) -> int:
@@ -138,10 +210,15 @@ class Turn:
 
     def feed_ids(self, ids: Iterable[int], finish: str | None = None) -> Step:
         """One step's token ids; with ``finish`` (``"stop"``/``"length"``) the last one."""
+        if self._fed is not None:
+            ids = list(ids)
+            self._fed.append(ids)
         return self._step((self._parser or self.parser).feed_ids(ids), finish)
 
     def feed_text(self, text: str, finish: str | None = None) -> Step:
         """One step's text (markers spelled literally); ``finish`` as in :meth:`feed_ids`."""
+        if self._fed is not None:
+            self._fed.append(text)
         return self._step((self._parser or self.parser).feed_text(text), finish)
 
     def _step(self, events: list[Event], finish: str | None) -> Step:
@@ -155,14 +232,19 @@ class Turn:
     def close(self, finish: str = "stop") -> Step:
         """End the turn; returns the last step (with ``finish`` set). Only once: a second
         close returns an empty step, so an adapter may close on every path that ends."""
-        if self.summary is not None:
+        if self._finish is not None:
             return EMPTY
-        parser = self.parser
-        step = step_of(parser.close(finish))
+        self._finish = finish
+        step = step_of(self.parser.close(finish))
         self._leaks.extend(step.leaks)
+        if self._fed is None:  # else reported once the tools are known (declare / settle)
+            self._summarise()
+        return step
+
+    def _summarise(self) -> None:
+        parser = self.parser
         summary = self.summary = Summary(parser.recoveries, parser.call_outcomes, self._leaks)
         self._report(summary)
-        return step
 
     def _report(self, summary: Summary) -> None:
         if summary.recoveries:

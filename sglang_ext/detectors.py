@@ -17,9 +17,12 @@ Without a ``harmony-ext`` reasoning detector upstream (another reasoning parser,
 ``separate_reasoning`` false), the tool detector runs its own turn on the raw text it gets.
 
 Both translate steps into SGLang's types and decide nothing about Harmony. The turn needs the
-request's tools before the tool detector ever sees the text, but SGLang does not give them to
-reasoning detectors: a hook on ``ReasoningParser.__init__`` (:mod:`sglang_ext.plugin`) calls
-:meth:`HarmonyExtReasoningDetector.bind_request`.
+request's tools, but SGLang gives them only to the tool detector: inside a server a hook on
+``ReasoningParser.__init__`` (:mod:`sglang_ext.plugin`) hands the reasoning detector the
+request (:meth:`HarmonyExtReasoningDetector.bind_request`). Where nothing binds it (SGLang's
+classes used directly, outside a server), the turn starts with its tools unknown and the tool
+detector gives them on its first call (:meth:`harmony_plugins.Turn.declare`); whoever of the
+turn is reported once they are known, or when its link goes if they never are.
 """
 
 from __future__ import annotations
@@ -42,30 +45,32 @@ from sglang.srt.parser.reasoning_parser import (
 
 from harmony_adapters import metrics
 from harmony_plugins import Request, Step, Turn
-from harmony_plugins.header import tool_names
+from harmony_plugins import markers as mk
 from harmony_plugins.turn import pass_undeclared
 
 from . import link as links
 from .names import NAME, metrics_enabled, selected_parser, status
 from .results import streaming_result, tool_call_item
 
-THINK_START = "<|channel|>analysis<|message|>"
-THINK_END = "<|end|>"
+THINK_START = mk.ANALYSIS_START
+THINK_END = mk.spelling(mk.END)
 """As SGLang's gpt-oss detector: the scheduler gates grammars after ``<|end|>``, and the
 ``tool_choice`` structural tag excludes are stripped of these two."""
 FORWARD_UNKNOWN_TOOLS = "SGLANG_FORWARD_UNKNOWN_TOOLS"
 """SGLang's own name for the pass-undeclared switch."""
 
 logger = logging.getLogger("sglang_ext")
+_observe = metrics.Counting(logger)
 _current = links.CURRENT.get
 
 
-def new_turn(tools: Iterable[Any] | None, tool_choice: Any = None) -> Turn:
-    """A choice's turn: the request's full tools, and SGLang's switch or ours."""
-    surface_all = tools is None  # the tools are unknown: the tool detector filters
-    request = Request(tools, tool_choice,
-                      surface_all or pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS))
-    return Turn(request, observer=metrics.observe if metrics_enabled() else None, log=logger)
+def new_turn(tools: Iterable[Any] | None, tool_choice: Any = None, *,
+             tools_known: bool = True) -> Turn:
+    """A choice's turn: the request's full tools (or, ``tools_known=False``, tools to be
+    given later), and SGLang's switch or ours."""
+    request = Request(tools, tool_choice, pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS),
+                      tools_known=tools_known)
+    return Turn(request, observer=_observe if metrics_enabled() else None, log=logger)
 
 
 def request_tools(request: Any) -> list[Any]:
@@ -122,9 +127,11 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
             stream_reasoning=stream_reasoning,
             force_nonempty_content=force_nonempty_content,
         )
-        # Queue steps for a tool detector only when ours consumes this detector's output.
+        # Queue steps for a tool detector when ours consumes this detector's output: SGLang
+        # says whether a tool parser follows; which one, only a server's published arguments
+        # say (none published: a script that drives SGLang's classes, ours by the name).
         tool_parser = selected_parser("tool_call_parser") if tool_call_parser_active else None
-        self.hands_off = tool_parser == NAME
+        self.hands_off = tool_call_parser_active and tool_parser in (None, NAME)
         if tool_parser not in (None, NAME):
             warn_once("tool:" + tool_parser, "harmony-ext: --reasoning-parser %s with "
                       "--tool-call-parser %s: tool calls are not surfaced; select %s for both",
@@ -143,9 +150,13 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
         link = self._link
         if link is None:
             request = self._request
-            tools = request_tools(request) if request is not None else None
-            turn = new_turn(tools, getattr(request, "tool_choice", None))
-            link = self._link = links.Link(turn, declared=tools is not None)
+            if request is not None:
+                turn = new_turn(request_tools(request), getattr(request, "tool_choice", None))
+            elif self.hands_off:  # the tool detector will tell
+                turn = new_turn(None, tools_known=False)
+            else:  # no tool parser follows: no call can be surfaced
+                turn = new_turn([])
+            link = self._link = links.Link(turn)
         return link
 
     def parse_streaming_increment(self, new_text: str) -> ReasoningResult:
@@ -159,7 +170,7 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
     def detect_and_parse(self, text: str) -> ReasoningResult:
         link = self.link
         result = self._result(link, link.turn.feed_text(text, finish="stop"), final=True)
-        if not (self.hands_off and link.has_call()):
+        if not (self.hands_off and link.may_call()):
             result = self._maybe_apply_force_nonempty_content(result)
         return result
 
@@ -200,12 +211,10 @@ class HarmonyExtDetector(BaseFormatDetector):
                       "with --reasoning-parser %s: the two parse separately and may disagree; "
                       "select %s for both", NAME, reasoning_parser, NAME)
         self.bot_token = THINK_START
-        self.eot_token = "<|call|>"
+        self.eot_token = mk.spelling(mk.CALL)
         self.incomplete_tool_call_indices: set[int] = set()
         self._link: links.Link | None = None  # from our reasoning detector
         self._own: Turn | None = None  # raw text: no harmony-ext reasoning upstream
-        self._index: dict[int, int] = {}  # turn's call index -> response's call index
-        self._names: set[str] | None = None  # filter for a link whose turn lacks the tools
         # has_tool_call's parse of raw text, reused by detect_and_parse: (text, step)
         self._whole: tuple[str, Step] | None = None
         self._bound_tools: list[Any] | None = None  # from the FunctionCallParser hook
@@ -245,24 +254,24 @@ class HarmonyExtDetector(BaseFormatDetector):
         if link is None or link is not self._link:  # not the usual step: check the link
             link = self._linked()
         if link is not None:
-            steps = link.take(new_text)
+            steps = link.take(new_text, tools)
             if not steps:  # a step of reasoning: nothing for this detector
                 return streaming_result("", [])
         else:
             steps = [self._own_turn(tools).feed_text(new_text)]
-        return self._stream(steps, tools)
+        return self._stream(steps)
 
     def finish(self, tools: list[Any]) -> StreamingParseResult:
         link = self._link
         if link is not None:
-            steps = link.take(link.handed)
+            steps = link.take(link.handed, tools)
             if not link.turn.closed:  # the reasoning detector was not finished
                 steps.append(link.turn.close())
         elif self._own is not None:
             steps = [self._own.close()]
         else:
             steps = []
-        return self._stream(steps, tools)
+        return self._stream(steps)
 
     def _own_turn(self, tools: list[Any] | None) -> Turn:
         own = self._own
@@ -270,7 +279,7 @@ class HarmonyExtDetector(BaseFormatDetector):
             own = self._own = new_turn(tools or [])
         return own
 
-    def _stream(self, steps: list[Step], tools: list[Any]) -> StreamingParseResult:
+    def _stream(self, steps: list[Step]) -> StreamingParseResult:
         if not steps:
             return streaming_result("", [])
         if len(steps) == 1:  # the usual decode step, directly
@@ -280,19 +289,15 @@ class HarmonyExtDetector(BaseFormatDetector):
             calls = step.calls
             if (len(calls) == 1 and calls[0].id is None and not step.ended
                     and not step.content):
-                index = self._index.get(calls[0].index)
-                items = [] if index is None else [tool_call_item(index, calls[0].arguments)]
-                return streaming_result("", items)
+                return streaming_result("", [tool_call_item(calls[0].index, calls[0].arguments)])
         content: list[str] = []
         items: list[ToolCallItem] = []
         for step in steps:
             if step.content:
                 content.append(step.content)
             for call in step.calls:
+                index = call.index  # the turn's: 0, 1, 2... per response, as SGLang's
                 if call.id is not None:
-                    if not self._surfaced(call.name or "", tools):
-                        continue
-                    index = self._index[call.index] = len(self.prev_tool_call_arr)
                     if index:  # SGLang reads only the last entry: let the earlier one go
                         self.prev_tool_call_arr[-1]["arguments"] = ""
                         self.streamed_args_for_tool[-1] = ""
@@ -301,47 +306,34 @@ class HarmonyExtDetector(BaseFormatDetector):
                     self.current_tool_id = index
                     self.current_tool_name_sent = True
                     items.append(tool_call_item(index, "", call.name))
-                index = self._index.get(call.index)
-                if index is None or not call.arguments:
+                if not call.arguments:
                     continue
                 if items and items[-1].tool_index == index:
                     items[-1].parameters += call.arguments
                 else:
                     items.append(tool_call_item(index, call.arguments))
             for end in step.ended:
-                index = self._index.get(end.index)
-                if index is not None:
-                    # Once per call: appending to these strings per piece would be quadratic.
-                    self.streamed_args_for_tool[index] = end.arguments
-                    self.prev_tool_call_arr[index]["arguments"] = end.arguments
+                # Once per call: appending to these strings per piece would be quadratic.
+                self.streamed_args_for_tool[end.index] = end.arguments
+                self.prev_tool_call_arr[end.index]["arguments"] = end.arguments
         return streaming_result("".join(content), items)
-
-    def _surfaced(self, name: str, tools: list[Any] | None) -> bool:
-        """Whether a call is surfaced: always, unless the link's turn never got the tools
-        (the bind hook did not run), then only those the tool detector's tools declare."""
-        link = self._link
-        if link is None or link.declared:
-            return True
-        if pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS):
-            return True
-        if self._names is None:
-            self._names = set(tool_names(tools))
-        return name in self._names
 
     # -- whole output ------------------------------------------------------------------
 
     def has_tool_call(self, text: str) -> bool:
         link = self._linked()
         if link is not None:
-            return link.has_call()
-        if "<|" not in text:  # no marker spelled: no call can be in it
+            if link.turn.tools_unknown and self._bound_tools is not None:
+                link.declare(self._bound_tools)
+            return link.may_call()
+        if not mk.may_hold_markers(text):  # no call can be in it
             return False
         return bool(self._parse_whole(text, self._bound_tools).calls)
 
     def detect_and_parse(self, text: str, tools: list[Any]) -> StreamingParseResult:
         link = self._linked()
         if link is not None:
-            steps = link.take(text)
+            steps = link.take(text, tools)
             if not link.turn.closed:
                 steps.append(link.turn.close())
         else:
@@ -352,11 +344,10 @@ class HarmonyExtDetector(BaseFormatDetector):
             if step.content:
                 content.append(step.content)
             for call in step.calls:
-                if call.id is not None and self._surfaced(call.name or "", tools):
-                    calls[call.index] = tool_call_item(len(calls), "", call.name)
+                if call.id is not None:
+                    calls[call.index] = tool_call_item(call.index, "", call.name)
             for end in step.ended:
-                if end.index in calls:
-                    calls[end.index].parameters = end.arguments
+                calls[end.index].parameters = end.arguments
         return streaming_result("".join(content), list(calls.values()))
 
     def _parse_whole(self, text: str, tools: list[Any] | None) -> Step:

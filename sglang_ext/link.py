@@ -36,20 +36,28 @@ class Link:
     """One choice's turn, fed by the reasoning detector and drained by the tool detector.
 
     ``steps``: what the tool detector has not taken yet (content and calls; reasoning is
-    the reasoning detector's). ``handed``: the normal text handed over since then.
-    ``declared``: False when the request's tools never reached the turn (the bind hook did
-    not run): the turn then surfaces every ``functions.*`` call and the tool detector keeps
-    those its tools declare.
+    the reasoning detector's). ``handed``: the normal text handed over since then. A turn
+    whose tools are unknown (nothing gave the reasoning detector the request) learns them
+    from the tool detector's first call (:meth:`declare`).
     """
 
-    __slots__ = ("turn", "steps", "handed", "declared", "owner")
+    __slots__ = ("turn", "steps", "handed", "owner")
 
-    def __init__(self, turn: Turn, declared: bool) -> None:
+    def __init__(self, turn: Turn) -> None:
         self.turn = turn
         self.steps: list[Step] = []
         self.handed = ""
-        self.declared = declared
         self.owner: object | None = None  # the tool detector that took from it first
+
+    def __del__(self) -> None:
+        # Used without a tool detector that finished it, the turn still owes its report
+        # (its calls dropped by a named rule, counted, logged): give it as the link goes.
+        turn = self.turn
+        if turn.summary is None:
+            try:
+                turn.settle() if turn.tools_unknown else turn.close()
+            except Exception:  # never raise from a finaliser
+                logger.exception("harmony-ext: closing a parse nobody finished failed")
 
     def claim(self, detector: object) -> bool:
         """Whether ``detector`` may take from this link (the first to take owns it)."""
@@ -68,19 +76,31 @@ class Link:
                 self.handed = content if not self.handed else self.handed + content
         _publish(self)
 
-    def take(self, text: str) -> list[Step]:
-        """The queued steps, emptying the queue; ``text`` is what SGLang passed on."""
+    def take(self, text: str, tools: list[Any] | None) -> list[Step]:
+        """The queued steps, emptying the queue; ``text`` is what SGLang passed on, ``tools``
+        the tool detector's (given to a turn that did not know them)."""
         if text != self.handed:
             lost("changed", "SGLang changed the normal text between the reasoning and the "
                  "tool detector (%r, handed %r); the tool detector keeps the parse's view",
                  text[:40], self.handed[:40])
         self.handed = ""
+        if self.turn.tools_unknown:
+            self.declare(tools)
         steps = self.steps
         if steps:
             self.steps = []
         return steps
 
-    def has_call(self) -> bool:
+    def declare(self, tools: list[Any] | None) -> None:
+        """Give the turn its tools: the queued steps (which surfaced no call) give way to the
+        turn's parse of everything so far with them."""
+        step = self.turn.declare(tools or [])
+        self.steps = [step]
+
+    def may_call(self) -> bool:
+        """Whether the queued steps hold a call (or, tools unknown, a message that may be)."""
+        if self.turn.tools_unknown:
+            return self.turn.unresolved_calls > 0
         return any(step.calls for step in self.steps)
 
 

@@ -740,3 +740,43 @@ def test_leak_scan_is_linear_in_the_text():
     assert found == []
     assert len(scanned) == 20_000
     assert max(scanned) <= leak_mod.CARRY + len("a=b |> ")
+
+
+# Routing to reasoning never depends on the tools, except for one rule: a bare declared
+# name as the content type of an `analysis` header makes it a call. A parse that does not
+# know the tools yet hands that body out as reasoning (Turn.declare's documented limit);
+# no contract case is of that shape, so this set is empty and the limit is shown below.
+TOOLS_LATE_DIVERGES: set[str] = set()
+
+
+def test_tools_given_late_limit_bare_name_on_analysis():
+    from harmony_plugins import Request, Turn
+
+    text = '<|channel|>analysis get_weather<|message|>{"city":"Oslo"}<|call|>'
+    assert norm(parse_text(text, W))["tool_calls"] == [("get_weather", '{"city":"Oslo"}')]
+    turn = Turn(Request(None, tools_known=False))
+    early = turn.feed_text(text)
+    assert early.reasoning == '{"city":"Oslo"}'  # handed out before the tools came
+    assert turn.declare(W).calls[0].name == "get_weather"
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES if "text" in c.modes])
+def test_tools_given_late_give_the_same_result(case: Case):
+    """A turn that learns the request's tools part-way (Turn.declare, as SGLang's detectors
+    do when used outside a server) ends with the contract's result, cut anywhere."""
+    from harmony_plugins import Request, Step, Turn
+
+    for cut in sorted({0, len(case.text) // 3, len(case.text) // 2, len(case.text)}):
+        turn = Turn(Request(None, tools_known=False))
+        result = ChatResult()
+        for char in case.text[:cut]:  # before the tools: only the reasoning is handed out
+            result.add(Step(reasoning=turn.feed_text(char).reasoning))
+        result.add(turn.declare(case.tools))
+        for char in case.text[cut:]:
+            result.add(turn.feed_text(char))
+        result.add(turn.close(case.finish))
+        got = norm(result.message())
+        if case.id in TOOLS_LATE_DIVERGES and cut:
+            assert got != case.expected(), "the divergence is gone: remove the entry"
+            continue
+        assert got == case.expected(), cut

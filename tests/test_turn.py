@@ -165,3 +165,72 @@ def test_stream_parser_refuses_feeds_after_close_even_once_fed(feed, data):
     parser.close()
     with pytest.raises(RuntimeError, match="after close"):
         getattr(parser, feed)(data)
+
+
+# -- a request whose tools are not known yet (Turn.declare) -----------------------------
+
+def test_tools_unknown_then_declared_surfaces_the_call_once():
+    seen = []
+    turn = Turn(Request(None, tools_known=False), id_factory=lambda: "call_1",
+                observer=seen.append)
+    assert turn.tools_unknown
+    first = turn.feed_text("<|channel|>analysis<|message|>Hmm.<|end|><|start|>assistant"
+                           + CALL[:40])
+    assert (first.reasoning, first.content, first.calls) == ("Hmm.", "", ())
+    second = turn.feed_text(CALL[40:])
+    assert second.calls == ()  # nothing is a call before the tools are known
+    released = turn.declare([WEATHER])
+    assert not turn.tools_unknown
+    assert released.reasoning == ""  # handed out already
+    assert released.calls == (CallDelta(0, "call_1", "get_weather", '{"city": "Paris"}'),)
+    last = turn.close()
+    assert last.finish is not None and last.finish.finish_reason == "tool_calls"
+    assert seen[0].outcomes == {"surfaced": 1}
+    assert seen[0].recoveries == {}
+
+
+def test_tools_never_declared_drop_calls_by_a_named_rule(caplog):
+    seen = []
+    turn = Turn(Request(None, tools_known=False), observer=seen.append)
+    with caplog.at_level(logging.INFO, logger="harmony_ext"):
+        step = turn.feed_text(CALL, finish="stop")
+        assert seen == []  # closed, but reported once the tools are known, or never will be
+        turn.settle()
+        turn.settle()
+    assert step.calls == ()
+    assert len(seen) == 1
+    assert seen[0].outcomes == {"undeclared": 1}
+    assert seen[0].recoveries == {"tools_unknown": 1}
+    assert "tools_unknown=1" in caplog.text
+
+
+def test_declared_tools_that_do_not_name_the_call():
+    seen = []
+    turn = Turn(Request(None, tools_known=False), observer=seen.append)
+    turn.feed_text(CALL)
+    assert turn.declare([{"type": "function", "function": {"name": "other"}}]).calls == ()
+    turn.close()
+    assert seen[0].outcomes == {"undeclared": 1}
+    assert seen[0].recoveries == {"undeclared_function": 1}
+
+
+def test_tools_declared_after_close_report_once_with_them():
+    seen = []
+    turn = Turn(Request(None, tools_known=False), observer=seen.append)
+    whole = turn.feed_text("<|channel|>analysis<|message|>Hmm.<|end|><|start|>assistant" + CALL,
+                           finish="stop")
+    assert (whole.reasoning, whole.calls, seen) == ("Hmm.", (), [])
+    released = turn.declare([WEATHER])
+    assert [c.name for c in released.calls] == ["get_weather"]
+    assert released.finish is not None and released.finish.finish_reason == "tool_calls"
+    turn.settle()  # already reported: nothing more
+    assert [s.outcomes for s in seen] == [{"surfaced": 1}]
+
+
+def test_declare_only_once():
+    with pytest.raises(RuntimeError, match="known"):
+        Turn(Request([WEATHER])).declare([WEATHER])
+    turn = Turn(Request(None, tools_known=False))
+    turn.declare([WEATHER])
+    with pytest.raises(RuntimeError, match="known"):
+        turn.declare([WEATHER])

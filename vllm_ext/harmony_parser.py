@@ -42,6 +42,7 @@ from harmony_plugins.turn import pass_undeclared
 from .deltas import delta_message
 
 logger = logging.getLogger("vllm.harmony_ext")
+_observe = metrics.Counting(logger)
 
 
 class HarmonyExtParser(HarmonyParser):
@@ -69,7 +70,7 @@ class HarmonyExtParser(HarmonyParser):
         turn = self._turn = Turn(
             Request(tools, getattr(request, "tool_choice", None),
                     pass_undeclared(os.environ)),
-            self._vocab, id_factory=make_tool_call_id, observer=metrics.observe, log=logger)
+            self._vocab, id_factory=make_tool_call_id, observer=_observe, log=logger)
         return turn
 
     def _feed(self, token_ids: Sequence[int], request: Any, finished: bool) -> Step:

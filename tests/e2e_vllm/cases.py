@@ -66,6 +66,9 @@ class Case:
     calls: tuple[tuple[str, str], ...] = ()  # (name, arguments)
     finish_reason: str = "stop"
     responses: bool = False  # also run it through the Responses API
+    # The Responses output items, written by hand where they are not one item per kind:
+    # one item per Harmony message, as openai-harmony's parser gives for the same tokens.
+    items: tuple[tuple[str, ...], ...] | None = None
     # vLLM 0.32's chat serving (not the parser) reports this finish_reason when not
     # streaming; 0.33 reports the parser's (FIXED_FINISH_REASON).
     nonstream_finish_by_vllm: str | None = None
@@ -78,6 +81,8 @@ class Case:
 
     def expected_items(self) -> list[list[str]]:
         """The Responses output items the contract asks for, in order."""
+        if self.items is not None:
+            return [list(item) for item in self.items]
         items: list[list[str]] = []
         if self.reasoning is not None:
             items.append(["reasoning", self.reasoning])
@@ -152,6 +157,54 @@ CASES: list[Case] = [
          tools=("get_weather", "get_time"), extra_body=PAST_CALL,
          calls=(("get_weather", PARIS), ("get_time", '{"tz":"CET"}')),
          finish_reason="tool_calls"),
+    # Message boundaries: one Responses item per Harmony message (openai-harmony's parser
+    # gives two reasoning messages here, two assistant messages and one call).
+    Case("two_analyses_preamble_final_call", "two analysis messages, a preamble, a final "
+         "answer and a call",
+         "<|channel|>analysis<|message|>First.<|end|><|start|>assistant<|channel|>analysis"
+         "<|message|> Second.<|end|><|start|>assistant<|channel|>commentary<|message|>"
+         "Checking.<|end|><|start|>assistant<|channel|>final<|message|>Sunny, I expect."
+         "<|end|><|start|>assistant" + CALL_W + PARIS + "<|call|>", tools=W,
+         reasoning="First. Second.", content="Checking.Sunny, I expect.",
+         calls=(("get_weather", PARIS),), finish_reason="tool_calls", responses=True,
+         items=(("reasoning", "First."), ("reasoning", " Second."), ("message", "Checking."),
+                ("message", "Sunny, I expect."), ("function_call", "get_weather", PARIS))),
+    Case("two_finals", "two final messages: two message items",
+         "<|channel|>final<|message|>One.<|end|><|start|>assistant<|channel|>final"
+         "<|message|> Two.<|return|>", content="One. Two.", responses=True,
+         items=(("message", "One."), ("message", " Two."))),
+    # Unknown channel names count as analysis (vLLM's Responses code knows three channels).
+    Case("unknown_channel_first", "an unknown channel name, first message",
+         "<|channel|>comment<|message|>hello<|end|><|start|>assistant<|channel|>final"
+         "<|message|>Hi<|return|>", reasoning="hello", content="Hi", responses=True),
+    Case("unknown_channel_middle", "an unknown channel name between messages",
+         "<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>foo<|message|> b"
+         "<|end|><|start|>assistant<|channel|>final<|message|>c<|return|>", reasoning="a b",
+         content="c", responses=True,
+         items=(("reasoning", "a"), ("reasoning", " b"), ("message", "c"))),
+    Case("unknown_channel_last", "an unknown channel name, last message",
+         "<|channel|>final<|message|>Hi<|end|><|start|>assistant<|channel|>Ω<|message|>"
+         "tail<|return|>", reasoning="tail", content="Hi", responses=True,
+         items=(("message", "Hi"), ("reasoning", "tail"))),
+    # Contract version 3.
+    Case("first_header_garbage", "v3: the first message's header, closed by <|end|>",
+         "We must refuse: this is disallowed.<|end|><|start|>assistant<|channel|>analysis"
+         "<|message|>Refuse.<|end|><|start|>assistant<|channel|>final<|message|>Sorry, I "
+         "can't help.<|return|>", reasoning="Refuse.", content="Sorry, I can't help.",
+         responses=True),
+    Case("final_constrain_without_message", "v3: `final` + stray <|constrain|>, no message",
+         "<|channel|>final<|constrain|>The answer.<|return|>", content="The answer.",
+         responses=True),
+    Case("repeated_start", "v3: a repeated <|start|> counts once",
+         "<|channel|>analysis<|message|>Think.<|end|><|start|><|start|>assistant"
+         + CALL_W + PARIS + "<|call|>", tools=W, reasoning="Think.",
+         calls=(("get_weather", PARIS),), finish_reason="tool_calls", responses=True),
+    Case("stray_markers_in_body", "v3: <|message|> and <|constrain|> inside a body",
+         "<|channel|>final<|message|>The <|message|>answer<|constrain|> is 4.<|return|>",
+         content="The answer is 4.", responses=True),
+    Case("no_channel", "v3: a message with no channel is content",
+         "<|channel|>analysis<|message|>Hm.<|end|><|start|>assistant<|message|>Hello."
+         "<|return|>", reasoning="Hm.", content="Hello.", responses=True),
     # 12 header tokens, then {" city ":" : cut inside the arguments.
     # Contract version 2: what gpt-oss writes in the field.
     Case("role_slot_channel", "v2: a channel name in the role slot (`<|start|>final`)",
@@ -166,7 +219,9 @@ CASES: list[Case] = [
     Case("free_text", "v2: free text between messages is content",
          "<|channel|>final<|message|>Part one.<|end|>Removing it now.<|start|>assistant"
          "<|channel|>final<|message|> Done.<|return|>",
-         content="Part one.Removing it now. Done.", responses=True),
+         content="Part one.Removing it now. Done.", responses=True,
+         items=(("message", "Part one."), ("message", "Removing it now."),
+                ("message", " Done."))),
     Case("header_words_between", "v2: only header words between messages: dropped",
          "<|channel|>final<|message|>A.<|end|>assistant final<|start|>assistant"
          "<|channel|>final<|message|>B.<|return|>", content="A.B."),

@@ -108,12 +108,17 @@ def tiny_vllm_server(
 
 
 @pytest.fixture(scope="session")
-def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def vllm_server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the shared server's output (vLLM's own log, ours in it) is written."""
+    return tmp_path_factory.mktemp("vllm") / "server.log"
+
+
+@pytest.fixture(scope="session")
+def vllm_server(vllm_server_log: Path) -> Iterator[str]:
     """Base URL (``http://127.0.0.1:PORT``) of the shared tiny vLLM server."""
     if not (VENV / "bin" / "python").exists():
         pytest.skip(f"{VENV} is missing: run scripts/setup_vllm_env.sh")
-    log_path = tmp_path_factory.mktemp("vllm") / "server.log"
-    with tiny_vllm_server(log_path) as base_url:
+    with tiny_vllm_server(vllm_server_log) as base_url:
         yield base_url
 
 

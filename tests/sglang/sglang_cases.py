@@ -247,14 +247,18 @@ def tool_parsing_active(parser: str, tools: list[Any] | None) -> bool:
     return True
 
 
-def chain_nonstream(case: Case, parser: str) -> dict[str, Any]:
-    """serving_chat's non-streaming path: reasoning parser, then the tool parser if it says so."""
+def chain_nonstream(case: Case, parser: str, bind_request: bool = True) -> dict[str, Any]:
+    """serving_chat's non-streaming path: reasoning parser, then the tool parser if it says so.
+
+    ``bind_request=False``: the reasoning parser is built without the request, as a script
+    using SGLang's classes may build it (the tools reach only the tool parser)."""
     from sglang.srt.function_call.function_call_parser import FunctionCallParser
     from sglang.srt.parser.reasoning_parser import ReasoningParser
 
     tools = sglang_tools(case)
     active = tool_parsing_active(parser, tools)
-    rp = ReasoningParser(parser, stream_reasoning=False, request=request_for(case),
+    rp = ReasoningParser(parser, stream_reasoning=False,
+                         request=request_for(case) if bind_request else None,
                          tool_call_parser_active=active)
     reasoning, content = rp.parse_non_stream(case.text)
     calls: list[tuple[str, str]] = []
@@ -266,8 +270,10 @@ def chain_nonstream(case: Case, parser: str) -> dict[str, Any]:
     return {"reasoning": reasoning or None, "content": str(content) or None, "calls": calls}
 
 
-def chain_stream(case: Case, parser: str, deltas: list[str]) -> dict[str, Any]:
-    """serving_chat's streaming path, deltas folded as a client does.
+def chain_stream(case: Case, parser: str, deltas: list[str],
+                 bind_request: bool = True) -> dict[str, Any]:
+    """serving_chat's streaming path, deltas folded as a client does (``bind_request`` as in
+    :func:`chain_nonstream`).
 
     Also returns what SGLang's end-of-stream top-up (``_check_for_unstreamed_tool_args``) would
     add, as ``topup``: it must be empty.
@@ -278,7 +284,8 @@ def chain_stream(case: Case, parser: str, deltas: list[str]) -> dict[str, Any]:
     tools = sglang_tools(case)
     active = tool_parsing_active(parser, tools)
     request = request_for(case)
-    rp = ReasoningParser(parser, stream_reasoning=True, request=request,
+    rp = ReasoningParser(parser, stream_reasoning=True,
+                         request=request if bind_request else None,
                          tool_call_parser_active=active)
     fp = FunctionCallParser(tools or [], parser) if active else None
     reasoning, content, calls = "", "", []

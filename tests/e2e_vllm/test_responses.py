@@ -1,0 +1,123 @@
+"""The Responses API and the server's log on a real vLLM server (harmony-ext selected).
+
+Malformed model output never becomes an HTTP error (contract section 6): a few hundred
+fuzzed outputs, each sent streamed and not, all answer 200 and end ``completed``. And every
+log line the plugin promises reaches vLLM's own log, where an operator reads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
+
+from tests.e2e_vllm.cases import CALL_W, MESSAGES, MODEL, PARIS  # noqa: E402
+
+TOOLS = [{"type": "function", "name": "get_weather",
+          "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+WORDS = ["alpha", "Beta", "gamma 42", "Ω", "x y z", "{", "}", "\"q\"", "to=functions.x"]
+CHANNELS = ["analysis", "final", "commentary", "comment", "foo", "\u03a9", "finalx", "", "ary"]
+PIECES = [
+    "<|channel|>{ch}<|message|>{t}<|end|>",
+    "<|channel|>{ch}<|message|>{t}",
+    "<|channel|>final<|message|>{t}<|return|>",
+    CALL_W + PARIS + "<|call|>",
+    CALL_W + '{{"city":"{t}"}}]<|call|>',
+    "<|channel|>analysis to=browser.search<|message|>{t}<|call|>",
+    "<|channel|>{ch} to=functions.get_weather json<|message|>{t}<|end|>",
+    "{t}<|end|>",
+    "<|channel|>final {t}<|end|>",
+    "<|channel|>final<|constrain|>{t}<|return|>",
+    "<|start|>assistant", "<|start|>", "<|message|>", "<|constrain|>", "<|end|>",
+    "<|channel|>", "<|reserved_200017|>", "<|call|>", "to= ",
+    "<|start|>user<|message|>{t}",
+    "{t}",
+]
+
+
+def fuzzed_outputs(n: int, seed: int = 20261202) -> list[str]:
+    """``n`` model outputs put together from well-formed and broken pieces (seeded)."""
+    rnd = random.Random(seed)
+    outputs = []
+    for _ in range(n):
+        parts = []
+        for _ in range(rnd.randint(1, 6)):
+            piece = rnd.choice(PIECES).format(ch=rnd.choice(CHANNELS), t=rnd.choice(WORDS))
+            if parts and rnd.random() < 0.5:
+                piece = "<|start|>assistant" + piece
+            parts.append(piece)
+        text = "".join(parts)
+        if rnd.random() < 0.3:
+            text = text[: rnd.randint(1, len(text))]
+        outputs.append(text)
+    return outputs
+
+
+async def _one(client: Any, script: str, stream: bool) -> str | None:
+    """None when the request answered 200 and ended completed; else what went wrong."""
+    kwargs = {"model": MODEL, "input": MESSAGES[0]["content"], "tools": TOOLS,
+              "stream": stream, "extra_body": {"vllm_xargs": {"script_text": script}}}
+    try:
+        response = await client.responses.create(**kwargs)
+        if not stream:
+            return None if response.status == "completed" else f"status {response.status}"
+        last = None
+        async for event in response:
+            last = event.type
+        return None if last == "response.completed" else f"stream ended with {last}"
+    except openai.APIError as e:
+        return f"{type(e).__name__}: {e}"
+
+
+def test_fuzzed_outputs_never_fail_a_responses_request(vllm_server: str) -> None:
+    scripts = fuzzed_outputs(250)
+
+    async def main() -> list[tuple[str, bool, str | None]]:
+        client = openai.AsyncOpenAI(base_url=f"{vllm_server}/v1", api_key="unused",
+                                    max_retries=0, timeout=300)
+        gate = asyncio.Semaphore(16)
+
+        async def run(script: str, stream: bool) -> tuple[str, bool, str | None]:
+            async with gate:
+                return script, stream, await _one(client, script, stream)
+
+        async with client:
+            return list(await asyncio.gather(
+                *(run(s, stream) for s in scripts for stream in (False, True))))
+
+    results = asyncio.run(main())
+    assert len(results) == 500
+    failed = [(script, stream, why) for script, stream, why in results if why is not None]
+    assert failed == []
+
+
+def _wait_for(log: Path, needle: str, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if needle in log.read_text(errors="replace"):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def test_promised_log_lines_reach_the_server_log(openai_client: Any,
+                                                 vllm_server_log: Path) -> None:
+    """The plugin's start-up line, a recovery line and the unchecked-schema warning are in
+    vLLM's own log (a line logged where vLLM's logging does not show it is lost)."""
+    assert _wait_for(vllm_server_log, "harmony-ext: registered tool and reasoning parser")
+    # A declared schema jsonschema cannot apply: the call is counted, and the log says so.
+    bogus = [{"type": "function", "function": {"name": "get_weather",
+                                              "parameters": {"type": "bogus"}}}]
+    response = openai_client.chat.completions.create(
+        model=MODEL, messages=MESSAGES, tools=bogus,
+        extra_body={"vllm_xargs": {"script_text": CALL_W + PARIS + "]<|call|>"}})
+    assert response.choices[0].message.tool_calls[0].function.arguments == PARIS
+    assert _wait_for(vllm_server_log, "a tool declares parameters that could not be checked")
+    assert _wait_for(vllm_server_log,
+                     "harmony-ext recovered malformed model output: after_json_value=1")
