@@ -23,6 +23,7 @@ from .conversation import Function, Message, encode, prompt_pieces, spelled
 
 logger = logging.getLogger("harmony_ext")
 
+NOT_INSTALLED = "openai-harmony is not installed"
 INSTALL = "pip install oss-harmony==0.0.11 (vLLM and SGLang install it)"
 VOCAB_ENV = "TIKTOKEN_ENCODINGS_BASE"
 
@@ -37,7 +38,7 @@ def loaded_encoding() -> tuple[Any, str | None]:
     try:
         import openai_harmony
     except ImportError:
-        return None, f"openai_harmony is not installed: {INSTALL}"
+        return None, NOT_INSTALLED
 
     def load() -> Any:
         return openai_harmony.load_harmony_encoding(
@@ -68,6 +69,8 @@ def loaded_encoding() -> tuple[Any, str | None]:
 def encoding() -> Any:
     """The gpt-oss Harmony encoding, or :class:`MissingExtra` saying why it cannot load."""
     enc, problem = loaded_encoding()
+    if problem == NOT_INSTALLED:
+        raise MissingExtra(f"rendering tool definitions needs openai-harmony: {INSTALL}")
     if enc is None:
         raise MissingExtra(f"openai_harmony cannot load the gpt-oss encoding ({problem})")
     return enc
