@@ -122,3 +122,24 @@ def test_a_bad_request_is_a_usage_error(tmp_path: Path, request_: object, messag
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("usage: harmony-ext render")
     assert message in proc.stderr.splitlines()[-1]
+
+
+def test_the_worked_example_in_docs_render_md_is_what_render_prints(tmp_path: Path) -> None:
+    """docs/render.md's request, its two outputs (lines broken after <|end|> and <|call|>)."""
+    pytest.importorskip("openai_harmony")
+    doc = (ROOT / "docs" / "render.md").read_text()
+    blocks = doc.split("```")[1::2]  # the fenced blocks' contents, in order
+    request = json.loads(blocks[0].removeprefix("json\n"))
+    first = cli(tmp_path, request)
+    assert first.returncode == 0, first.stderr
+
+    def broken(text: str) -> str:
+        return text.replace("<|end|>", "<|end|>\n").replace("<|call|>", "<|call|>\n")
+
+    assert blocks[1].strip("\n") == broken(first.stdout).strip("\n")
+    request["messages"] += json.loads("[" + blocks[2].removeprefix("json\n") + "]")
+    second = cli(tmp_path, request)
+    assert second.returncode == 0, second.stderr
+    tail = second.stdout[second.stdout.index("<|start|>user"):]
+    assert blocks[3].strip("\n") == broken(tail).strip("\n")
+    assert "analysis" not in tail
