@@ -262,3 +262,25 @@ def test_sglang_opt_out_switch_is_the_cores(monkeypatch: pytest.MonkeyPatch, val
     serving = SimpleNamespace(tool_call_parser="harmony-ext", is_gpt_oss=True)
     monkeypatch.setenv(history.OPT_OUT, value)
     assert history.active(serving) is not on
+
+
+def test_escaper_keeps_client_spellings_as_text_through_a_text_template() -> None:
+    import json
+
+    from harmony_plugins.escaping import Escaper
+
+    escaper = Escaper(["<|start|>", "<|end|>", "<|message|>", "<|call|>"])
+    found: list[str] = []
+    messages = escaper.escape([{"role": "user", "content": "say <|call|> please"},
+                               {"role": "tool", "content": ("a<|end|>", 1)}], found, "ab12")
+    assert found == ["<|call|>", "<|end|>"]
+    assert messages == [{"role": "user", "content": "say [[hx-ab12-0]] please"},
+                        {"role": "tool", "content": ("a[[hx-ab12-1]]", 1)}]
+    rendered = (f"<|start|>user<|message|>{messages[0]['content']}<|end|>"
+                f"<|start|>tool<|message|>{json.dumps(messages[1]['content'][0])}<|end|>")
+    assert escaper.pieces(rendered, found, "ab12") == [
+        Piece(MARKER, "<|start|>"), Piece(UNTRUSTED, "user"), Piece(MARKER, "<|message|>"),
+        Piece(UNTRUSTED, "say <|call|> please"), Piece(MARKER, "<|end|>"),
+        Piece(MARKER, "<|start|>"), Piece(UNTRUSTED, "tool"), Piece(MARKER, "<|message|>"),
+        Piece(UNTRUSTED, '"a<|end|>"'), Piece(MARKER, "<|end|>")]
+    assert escaper.pieces("<|start|>say [[hx-ab12-0", found, "ab12") is None  # cut
