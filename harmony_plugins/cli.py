@@ -1,4 +1,4 @@
-"""The ``harmony-ext`` command line (section 7 of the contract), plus ``demo``.
+"""The ``harmony-ext`` command line (section 7 of the contract), plus ``demo`` and ``render``.
 
 Exit status: 0 for any model output, however malformed; 2 for a usage error (one message
 line after the subcommand's usage); 1 when the output cannot be written (a full disk, a
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import datetime
 import json
 import os
 import sys
@@ -120,6 +121,21 @@ def _build_parser() -> argparse.ArgumentParser:
                    "(text mode: per character)")
     p.set_defaults(usage=p)
     sub.add_parser("demo", help="parse a few embedded sample outputs and print the results")
+    r = sub.add_parser(
+        "render",
+        help="print the Harmony prompt a chat completions request becomes",
+        description="Print the Harmony prompt a chat completions request (JSON: messages, "
+        "tools, tool_choice, reasoning_effort) becomes with harmony-ext, markers spelled "
+        "literally; a control-token spelling in the request's text is printed <\\|end\\|>. "
+        "Tool definitions need openai-harmony.",
+    )
+    r.add_argument("file", nargs="?", default="-",
+                   help="the request JSON file, or - for standard input (default)")
+    r.add_argument("--ids", action="store_true",
+                   help="print the o200k_harmony token ids (a JSON array) instead")
+    r.add_argument("--date", metavar="YYYY-MM-DD",
+                   help="the system message's current date (default: today, UTC)")
+    r.set_defaults(usage=r)
     return ap
 
 
@@ -221,6 +237,43 @@ def run_demo() -> None:
         print(f"   recoveries: {result.recoveries or 'none'}\n")
 
 
+def _read_request(path: str, date: str | None) -> tuple[dict[str, Any], datetime.date | None]:
+    try:
+        raw = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    request = _load_json(raw.decode("utf-8", errors="replace"), f"the request {path}")
+    if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
+        raise UsageError("the request must be a JSON object with a 'messages' array")
+    try:
+        return request, datetime.date.fromisoformat(date) if date else None
+    except ValueError:
+        raise UsageError(f"--date {date!r} is not YYYY-MM-DD") from None
+
+
+def run_render(request: dict[str, Any], today: datetime.date | None, ids: bool) -> None:
+    """Raises NotRenderable (the request) or MissingExtra (openai-harmony, an encoder)."""
+    from . import conversation, render
+
+    harmony = conversation.conversation(
+        request["messages"], request.get("tools"), request.get("tool_choice"),
+        request.get("reasoning_effort"), today=today)
+    if not ids:
+        print(render.prompt_text(harmony))
+        return
+    try:
+        from .o200k import tiktoken_encoding
+
+        ordinary = tiktoken_encoding().encode_ordinary
+    except ImportError:
+        if render.loaded_encoding()[0] is None:
+            raise render.MissingExtra("--ids needs an encoder: pip install "
+                                      "'harmony-ext[tokenizers]' (tiktoken)") from None
+        ordinary = render.ordinary
+    pieces = conversation.prompt_pieces(harmony, render.tools_section)
+    print(_dumps(conversation.encode(pieces, ordinary)))
+
+
 def _silence_stdout() -> None:
     """After a write error: point stdout at /dev/null so the exit flush cannot fail again."""
     try:
@@ -238,6 +291,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "demo":
             run_demo()
+        elif args.command == "render":
+            from .conversation import NotRenderable
+            from .render import MissingExtra
+
+            try:
+                request, today = _read_request(args.file, args.date)
+                run_render(request, today, args.ids)
+            except (UsageError, NotRenderable) as e:
+                args.usage.error(str(e))  # exits 2
+            except MissingExtra as e:
+                print(f"harmony-ext render: {e}", file=sys.stderr)
+                return 1
         else:
             try:
                 data = _read_input(args.file, args.input)

@@ -366,15 +366,16 @@ class HarmonyExtDetector(BaseFormatDetector):
     # -- tool_choice -------------------------------------------------------------------
 
     def structure_info(self) -> Any:
-        """Legacy structural tag (used only when xgrammar has no ``harmony`` builder)."""
+        """Legacy structural tag (used only when xgrammar has no ``harmony`` builder): the
+        call header the prompt renders calls in (the core's ``CALL_HEADER``), so the model is
+        held to the form it reads back."""
+        from harmony_plugins.conversation import CALL_HEADER
+
+        trigger = CALL_HEADER[:CALL_HEADER.index("to=") + len("to=")]
 
         def info(name: str) -> StructureInfo:
-            return StructureInfo(
-                begin=f"<|start|>assistant<|channel|>commentary to=functions.{name}"
-                "<|constrain|>json<|message|>",
-                end="<|call|>",
-                trigger="<|start|>assistant<|channel|>commentary to=",
-            )
+            return StructureInfo(begin=CALL_HEADER.format(name=name), end="<|call|>",
+                                 trigger=trigger)
 
         return info
 

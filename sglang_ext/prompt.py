@@ -8,20 +8,23 @@ ordinary tokens; this does the same for SGLang's chat path.
 
 :func:`render_and_encode` wraps ``OpenAIServingChat._render_and_encode_chat_template`` (AROUND
 hook, installed by :mod:`sglang_ext.plugin`) and acts only when a ``harmony-ext`` parser is
-selected and some message or tool text spells a special token. Then every such spelling is
-replaced by a random placeholder before rendering, the template's own markers become their token
-ids, and the text between them, with the spellings put back, is tokenized as plain text. Without
-spellings in the input the original code runs untouched (and its prompt cache with it).
+selected and some message or tool text spells a special token. Then the core's
+:class:`~harmony_plugins.escaping.Escaper` replaces every such spelling by a placeholder before
+rendering; the template's own markers become their token ids, and the text between them, with the
+spellings put back, is tokenized as plain text. Without spellings in the input the original code
+runs untouched (and its prompt cache with it).
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-import re
 import secrets
 from collections.abc import Callable
 from typing import Any
+
+from harmony_plugins.conversation import MARKER
+from harmony_plugins.escaping import Escaper
 
 from .names import NAME
 
@@ -31,57 +34,29 @@ _guards: dict[int, tuple[Any, PromptGuard | None]] = {}
 _logged: set[str] = set()
 
 
-class PromptGuard:
-    """A tokenizer's special-token spellings, and plain-text encoding around them."""
+class PromptGuard(Escaper):
+    """A tokenizer's special-token spellings (the core's :class:`Escaper`), and its ids."""
 
     def __init__(self, tokenizer: Any, added: dict[str, int]) -> None:
+        super().__init__(added)
         self.tokenizer = tokenizer
         self.ids = added
-        spellings = sorted(added, key=len, reverse=True)
-        self.pattern = re.compile("|".join(map(re.escape, spellings)))
-
-    def escape(self, value: Any, found: list[str], nonce: str) -> Any:
-        """``value`` (messages, tools) with every spelling in its strings made a placeholder."""
-        if isinstance(value, str):
-            if "<" not in value:
-                return value
-
-            def placeholder(m: re.Match[str]) -> str:
-                found.append(m.group())
-                return f"[[hx-{nonce}-{len(found) - 1}]]"
-
-            return self.pattern.sub(placeholder, value)
-        if isinstance(value, list):
-            return [self.escape(v, found, nonce) for v in value]
-        if isinstance(value, tuple):
-            return tuple(self.escape(v, found, nonce) for v in value)
-        if isinstance(value, dict):
-            return {k: self.escape(v, found, nonce) for k, v in value.items()}
-        return value
 
     def encode(self, rendered: str, found: list[str], nonce: str) -> list[int] | None:
         """Token ids of a rendered prompt: the template's markers as ids, the rest as text.
 
         None when the template mangled a placeholder (then the caller renders as SGLang does).
         """
-        placeholder = re.compile(re.escape(f"[[hx-{nonce}-") + r"(\d+)\]\]")
-        if "[[hx-" in placeholder.sub("", rendered):  # a placeholder the template cut
+        pieces = self.pieces(rendered, found, nonce)
+        if pieces is None:
             return None
-        tokenizer = self.tokenizer
         ids: list[int] = []
-
-        def text(segment: str) -> None:
-            if segment:
-                segment = placeholder.sub(lambda m: found[int(m.group(1))], segment)
-                ids.extend(tokenizer.encode(segment, add_special_tokens=False,
-                                            split_special_tokens=True))
-
-        pos = 0
-        for m in self.pattern.finditer(rendered):  # only the template's own markers are left
-            text(rendered[pos:m.start()])
-            ids.append(self.ids[m.group()])
-            pos = m.end()
-        text(rendered[pos:])
+        for piece in pieces:
+            if piece.kind == MARKER:
+                ids.append(self.ids[piece.text])
+            else:
+                ids.extend(self.tokenizer.encode(piece.text, add_special_tokens=False,
+                                                 split_special_tokens=True))
         return ids
 
 

@@ -18,6 +18,8 @@ import functools
 import logging
 from typing import Any
 
+from harmony_plugins.conversation import part_of, written_order
+
 logger = logging.getLogger("vllm.harmony_ext")
 
 TARGET = "vllm.entrypoints.openai.parser.harmony_utils"
@@ -68,13 +70,15 @@ def install() -> bool:
 
 
 def analysis_first(messages: list[Any]) -> list[Any]:
-    """The same Harmony messages with assistant analysis moved before the rest of its turn.
+    """The same Harmony messages in the order the model writes a turn (the core's rule,
+    :func:`harmony_plugins.conversation.written_order`): analysis, preamble, calls.
 
     vLLM returns one list per chat message, so the list is one assistant turn (or another
-    role's message, which has no analysis and is returned as it is).
+    role's message, which is returned as it is).
     """
-    channels = [getattr(m, "channel", None) for m in messages]
-    if "analysis" not in channels or channels.index("analysis") == 0:
+    ordered = written_order(messages, lambda m: part_of(getattr(m, "channel", None),
+                                                        getattr(m, "recipient", None)))
+    if all(a is b for a, b in zip(ordered, messages, strict=True)):
         return messages
     global _said
     if not _said:
@@ -82,6 +86,4 @@ def analysis_first(messages: list[Any]) -> list[Any]:
         logger.info("harmony-ext: rendering assistant turns sent back as analysis, then "
                     "preamble, then calls (vLLM puts the preamble first); the model reads "
                     "its turns in the order it wrote them.")
-    analysis = [m for m, c in zip(messages, channels, strict=True) if c == "analysis"]
-    rest = [m for m, c in zip(messages, channels, strict=True) if c != "analysis"]
-    return analysis + rest
+    return ordered

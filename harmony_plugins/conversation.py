@@ -1,0 +1,380 @@
+"""The prompt side (contract section 8): a chat conversation as the Harmony messages gpt-oss reads.
+
+In an agent loop the client sends the parsed turn back with the tool results and the engine
+renders that history into the next prompt; it must be the turn the model wrote, or multi-step
+tool use degrades. Every rule of that rendering is here, for both engines, sans-I/O:
+
+- an assistant turn is rendered in the order the model writes it: analysis (``reasoning`` or
+  ``reasoning_content``), then the preamble (``content``, on ``commentary``), then each call;
+- chain of thought is carried while a tool-calling turn is in progress and dropped once the
+  assistant has answered on ``final`` (every analysis before the last final answer goes);
+- a tool result comes from ``functions.NAME`` to ``assistant`` on ``commentary``, NAME found
+  from the ``tool_call_id`` the client returns;
+- the system message holds the reasoning effort, the valid-channels line and, when functions
+  are declared, the line routing their calls to ``commentary``; the developer message holds the
+  instructions (the leading system and developer messages) and ``# Tools``;
+- client text is never markup: :class:`Piece` says which text came from the client, and every
+  text piece is encoded as ordinary tokens (a control-token spelling stays text).
+
+The bytes are openai-harmony's (``render_conversation_for_completion``, tested differentially in
+tests/test_conversation_differential.py) with one intended divergence: a call's header is the
+form gpt-oss's chat template writes and vLLM renders, ``assistant to=functions.NAME<|channel|>
+commentary json`` (:data:`CALL_HEADER`); openai-harmony 0.0.10+ writes ``assistant<|channel|>
+commentary to=functions.NAME <|constrain|>json``, which gpt-oss can echo back as a malformed
+header. The TypeScript of the tool definitions is openai-harmony's own, asked for through the
+``tools_section`` argument (:mod:`harmony_plugins.render` supplies it).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, TypeVar
+
+from .o200k import O200K_HARMONY_SPECIALS
+
+EFFORTS = ("low", "medium", "high")
+CHANNELS = ("analysis", "commentary", "final")
+MODEL_IDENTITY = "You are ChatGPT, a large language model trained by OpenAI."
+KNOWLEDGE_CUTOFF = "2024-06"
+FUNCTIONS = "functions"
+
+CALL_HEADER = "<|start|>assistant to=functions.{name}<|channel|>commentary json<|message|>"
+"""A call's header, spelled out: the one form calls are rendered in (and the form the SGLang
+adapter's legacy structural tag asks the model for)."""
+
+MARKER, TEXT, UNTRUSTED = "marker", "text", "untrusted"
+_T = TypeVar("_T")
+
+
+class Piece(NamedTuple):
+    """One piece of a prompt: a control token (``MARKER``), our own header text (``TEXT``), or
+    text holding what the client wrote (``UNTRUSTED``). Text pieces, either kind, are encoded as
+    ordinary tokens, consecutive ones as one run; an adapter whose tokenizer would read a
+    control-token spelling in text as the token must encode ``UNTRUSTED`` text with special
+    tokens disallowed."""
+
+    kind: str
+    text: str
+
+
+class NotRenderable(ValueError):
+    """The conversation holds something a Harmony prompt cannot represent (the message says
+    what); ``kind`` names the reason without client-chosen values, for once-only log lines."""
+
+    def __init__(self, message: str, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind or message
+
+
+@dataclass(frozen=True)
+class Function:
+    """A declared function tool."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class System:
+    """The system message's content."""
+
+    date: str
+    reasoning_effort: str = "medium"
+    model_identity: str = MODEL_IDENTITY
+    knowledge_cutoff: str = KNOWLEDGE_CUTOFF
+    channels: tuple[str, ...] = CHANNELS
+    function_routing: bool = False
+    """The line saying calls to ``functions`` go to ``commentary`` (functions are declared)."""
+
+    def text(self) -> str:
+        top = "\n".join(line for line in (
+            self.model_identity,
+            f"Knowledge cutoff: {self.knowledge_cutoff}" if self.knowledge_cutoff else "",
+            f"Current date: {self.date}" if self.date else "") if line)
+        channels = (f"# Valid channels: {', '.join(self.channels)}. Channel must be included "
+                    "for every message.")
+        if self.function_routing:
+            channels += "\nCalls to these tools must go to the commentary channel: 'functions'."
+        sections = [top, f"Reasoning: {self.reasoning_effort}", channels if self.channels else ""]
+        return "\n\n".join(s for s in sections if s)
+
+
+ToolsSection = Callable[[Sequence[Function]], str]
+"""The ``# Tools`` section of a developer message for some functions (openai-harmony's)."""
+
+
+@dataclass(frozen=True)
+class Developer:
+    """The developer message's content: instructions and declared functions."""
+
+    instructions: str | None = None
+    functions: tuple[Function, ...] = ()
+
+    def text(self, tools_section: ToolsSection | None) -> str:
+        sections = [] if self.instructions is None else ["# Instructions", self.instructions]
+        if self.functions:
+            if tools_section is None:
+                raise NotRenderable("rendering tool definitions needs a tools_section "
+                                    "(openai-harmony's, from harmony_plugins.render)",
+                                    kind="tools_section")
+            sections.append(tools_section(self.functions))
+        return "\n\n".join(sections)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One Harmony message: ``author`` is the header's first word (the role, or the tool's
+    name for a tool result); ``body`` the text, or the system or developer content."""
+
+    role: str
+    body: str | System | Developer
+    author: str = ""
+    channel: str | None = None
+    recipient: str | None = None
+    content_type: str | None = None
+
+    @property
+    def is_call(self) -> bool:
+        return self.role == "assistant" and self.recipient is not None
+
+    def pieces(self, tools_section: ToolsSection | None = None) -> list[Piece]:
+        """This message as prompt pieces (see :class:`Piece`)."""
+        author = self.author or self.role
+        if self.is_call:  # the one call form: recipient in the role section, bare ``json``
+            head = [Piece(UNTRUSTED, f"{author} to={self.recipient}"), Piece(MARKER, "<|channel|>"),
+                    Piece(TEXT, f"{self.channel} {self.content_type or 'json'}")]
+        else:
+            head = [Piece(UNTRUSTED if self.role == "tool" else TEXT, author)]
+            if self.channel is not None:
+                head += [Piece(MARKER, "<|channel|>"), Piece(TEXT, self.channel)]
+            if self.recipient is not None:
+                head.append(Piece(TEXT, f" to={self.recipient}"))
+            if self.content_type is not None:
+                head.append(Piece(TEXT, f" {self.content_type}"))
+        body = self.body
+        text = body if isinstance(body, str) else (
+            body.text() if isinstance(body, System) else body.text(tools_section))
+        out = [Piece(MARKER, "<|start|>"), *head, Piece(MARKER, "<|message|>")]
+        if text:
+            out.append(Piece(UNTRUSTED, text))
+        out.append(Piece(MARKER, "<|call|>" if self.is_call else "<|end|>"))
+        return out
+
+
+# -- the order rule -------------------------------------------------------------------------
+
+ANALYSIS, PREAMBLE, CALL, FINAL = 0, 1, 2, 3
+"""The parts of an assistant turn, in the order the model writes them."""
+
+
+def part_of(channel: str | None, recipient: str | None) -> int:
+    """Which part of an assistant turn a message with this channel and recipient is."""
+    if recipient not in (None, "all"):
+        return CALL
+    if channel == "analysis":
+        return ANALYSIS
+    return FINAL if channel == "final" else PREAMBLE
+
+
+def written_order(messages: Sequence[_T], part: Callable[[_T], int]) -> list[_T]:
+    """One assistant turn's messages in the order the model writes them (stable within a
+    part): analysis, then the preamble, then the calls (a final answer last)."""
+    return sorted(messages, key=part)
+
+
+def drop_analysis(messages: Sequence[Message]) -> list[Message]:
+    """Without the chain of thought of every turn the assistant has answered on ``final``:
+    analysis before the last final answer goes, analysis after it (a tool turn in progress)
+    stays."""
+    last_final = max((i for i, m in enumerate(messages)
+                      if m.role == "assistant" and m.channel == "final"), default=-1)
+    return [m for i, m in enumerate(messages)
+            if not (i < last_final and m.role == "assistant" and m.channel == "analysis"
+                    and m.recipient is None)]
+
+
+# -- chat messages in -----------------------------------------------------------------------
+
+
+def _get(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, Mapping) else getattr(value, key, None)
+
+
+def text_of(content: Any, role: str, thinking: list[str] | None = None) -> str:
+    """A message's text: a string, or its text parts joined; thinking parts (assistant only)
+    go to ``thinking``; any other part cannot be rendered."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    texts = []
+    for part in content:
+        kind = _get(part, "type")
+        if kind == "text":
+            texts.append(_get(part, "text") or "")
+        elif kind in ("thinking", "reasoning") and thinking is not None:
+            thinking.append(_get(part, "thinking") or _get(part, "text") or "")
+        else:
+            raise NotRenderable(f"a {role} message has a {kind!r} content part",
+                                kind=f"{kind!r} content part")
+    return "".join(texts)
+
+
+def arguments_text(arguments: Any) -> str:
+    """Call arguments verbatim (a dict, which is not standard, as JSON)."""
+    if isinstance(arguments, str):
+        return arguments
+    if arguments is None:
+        return "{}"
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def call_names(messages: Iterable[Any]) -> dict[str, str]:
+    """Function name per tool-call id, from the assistant turns sent back."""
+    names = {}
+    for m in messages:
+        for call in _get(m, "tool_calls") or ():
+            fn = _get(call, "function") or {}
+            if _get(call, "id") and _get(fn, "name"):
+                names[_get(call, "id")] = _get(fn, "name")
+    return names
+
+
+def declared_functions(tools: Iterable[Any] | None, tool_choice: Any = None
+                       ) -> tuple[Function, ...]:
+    """The function tools the prompt declares: none with ``tool_choice: "none"``, only the
+    named one with a named choice, else all (chat or Responses shape, dicts or objects)."""
+    choice = getattr(tool_choice, "value", tool_choice)
+    if choice == "none":
+        return ()
+    named = None
+    if choice is not None and not isinstance(choice, str):
+        named = _get(_get(choice, "function") or {}, "name") or _get(choice, "name")
+    out = []
+    for tool in tools or ():
+        kind = _get(tool, "type") or "function"
+        fn = _get(tool, "function") or tool
+        name = _get(fn, "name")
+        if kind != "function" or not isinstance(name, str) or not name:
+            raise NotRenderable(f"a tool of type {kind!r}", kind="tool type")
+        if named is None or name == named:
+            out.append(Function(name, _get(fn, "description") or "", _get(fn, "parameters")))
+    return tuple(out)
+
+
+def assistant_turn(message: Any, *, thinking_parts: bool = True) -> list[Message]:
+    """One assistant chat message as the Harmony messages the model wrote, in written order."""
+    thinking: list[str] = []
+    content = text_of(_get(message, "content"), "assistant", thinking if thinking_parts else None)
+    analysis = (_get(message, "reasoning_content") or _get(message, "reasoning")
+                or "".join(thinking))
+    calls = _get(message, "tool_calls") or []
+    out = []
+    if analysis:
+        out.append(Message("assistant", analysis, channel="analysis"))
+    if content:
+        out.append(Message("assistant", content, channel="commentary" if calls else "final"))
+    for call in calls:
+        fn = _get(call, "function") or {}
+        name = _get(fn, "name")
+        if not name:
+            raise NotRenderable("a tool call without a function name")
+        out.append(Message("assistant", arguments_text(_get(fn, "arguments")),
+                           channel="commentary", recipient=f"{FUNCTIONS}.{name}",
+                           content_type="json"))
+    return written_order(out, lambda m: part_of(m.channel, m.recipient))
+
+
+def chat_message(message: Any, names: Mapping[str, str]) -> list[Message]:
+    """One chat message (after the leading instructions) as Harmony messages."""
+    role = _get(message, "role")
+    unsupported = sorted(k for k in ("tools", "prefix") if _get(message, k))
+    if unsupported:
+        raise NotRenderable(f"a message with {unsupported}")
+    if role == "user":
+        return [Message("user", text_of(_get(message, "content"), role))]
+    if role in ("system", "developer"):  # later instructions stay where they are
+        return [Message("developer", text_of(_get(message, "content"), role))]
+    if role == "tool":
+        name = names.get(_get(message, "tool_call_id") or "") or _get(message, "name")
+        if not name:
+            raise NotRenderable("a tool result whose tool_call_id names no call sent back")
+        return [Message("tool", text_of(_get(message, "content"), role),
+                        author=f"{FUNCTIONS}.{name}", channel="commentary",
+                        recipient="assistant")]
+    if role == "assistant":
+        return assistant_turn(message)
+    raise NotRenderable(f"a message with role {role!r}", kind="role")
+
+
+def conversation(messages: Sequence[Any], tools: Iterable[Any] | None = None,
+                 tool_choice: Any = None, reasoning_effort: str | None = None, *,
+                 model_identity: str | None = None, today: datetime.date | None = None
+                 ) -> list[Message]:
+    """The Harmony messages of a chat completions request, system and developer first."""
+    if not messages:
+        raise NotRenderable("the request has no messages")
+    if _get(messages[-1], "role") == "assistant":
+        raise NotRenderable("the last message is from the assistant")
+    effort = getattr(reasoning_effort, "value", reasoning_effort)
+    if effort is not None and effort not in EFFORTS:
+        raise NotRenderable(f"reasoning_effort {effort!r} has no Harmony equivalent",
+                            kind="reasoning_effort")
+    instructions = []  # leading system and developer messages, as gpt-oss's template does
+    start = 0
+    for m in messages:
+        role = _get(m, "role")
+        if role not in ("system", "developer"):
+            break
+        instructions.append(text_of(_get(m, "content"), role))
+        start += 1
+    functions = declared_functions(tools, tool_choice)
+    date = (today or datetime.datetime.now(datetime.UTC).date()).isoformat()
+    out = [Message("system", System(date, effort or "medium", model_identity or MODEL_IDENTITY,
+                                    function_routing=bool(functions)))]
+    instruction_text = "\n\n".join(t for t in instructions if t)
+    if instruction_text or functions:
+        out.append(Message("developer", Developer(instruction_text or None, functions)))
+    rest = messages[start:]
+    names = call_names(rest)
+    body = [h for m in rest for h in chat_message(m, names)]
+    return out + drop_analysis(body)
+
+
+# -- pieces and ids out ---------------------------------------------------------------------
+
+
+def prompt_pieces(messages: Iterable[Message], tools_section: ToolsSection | None = None,
+                  next_role: str = "assistant") -> list[Piece]:
+    """The prompt for the next turn: every message, then ``<|start|>`` and ``next_role``."""
+    out = [p for m in messages for p in m.pieces(tools_section)]
+    return [*out, Piece(MARKER, "<|start|>"), Piece(TEXT, next_role)]
+
+
+def encode(pieces: Iterable[Piece], encode_ordinary: Callable[[str], list[int]]) -> list[int]:
+    """Token ids of prompt pieces: markers as their o200k_harmony ids, each run of text (any
+    kind) as ordinary tokens (``encode_ordinary``: a control-token spelling stays text)."""
+    ids: list[int] = []
+    run: list[str] = []
+    for piece in pieces:
+        if piece.kind == MARKER:
+            if run:
+                ids += encode_ordinary("".join(run))
+                run = []
+            ids.append(O200K_HARMONY_SPECIALS[piece.text])
+        else:
+            run.append(piece.text)
+    if run:
+        ids += encode_ordinary("".join(run))
+    return ids
+
+
+def spelled(pieces: Iterable[Piece]) -> str:
+    """The prompt as text, markers spelled literally; a control-token spelling inside text is
+    written ``<\\|end\\|>`` so it cannot be mistaken for the token."""
+    return "".join(p.text if p.kind == MARKER
+                   else p.text.replace("<|", "<\\|").replace("|>", "\\|>") for p in pieces)
