@@ -37,17 +37,17 @@ SUITES: dict[str, tuple[str, list[Any], dict[str, Any]]] = {
              [partial(CoreDriver, mode="ids"), OpenAIHarmonyDriver,
               partial(CoreDriver, mode="text")],
              {"shapes": "reasoning,call", "lengths": "1k,16k,64k"}),
-    "vllm": ("vLLM: harmony-ext's adapter against vLLM's built-in Harmony parser",
+    "vllm": ("harmony-ext's vLLM adapter against vLLM's built-in Harmony parser",
              [partial(VllmDriver, ours=True), partial(VllmDriver, ours=False),
               partial(CoreDriver, mode="ids")],
              {"shapes": ",".join(SHAPES), "lengths": "1k,4k,16k"}),
-    "sglang": ("SGLang: harmony-ext's adapter against SGLang's built-in gpt-oss parsers",
+    "sglang": ("harmony-ext's SGLang adapter against SGLang's built-in gpt-oss parsers",
                [partial(SglangDriver, ours=True), partial(SglangDriver, ours=False),
                 partial(CoreDriver, mode="text")],
                {"shapes": ",".join(SHAPES), "lengths": "1k,4k,16k"}),
 }
 SIZES = (1, 8)
-SMOKE = {"lengths": "300", "repeats": 1}
+SMOKE = {"lengths": "300", "repeats": 1}  # and no minimum of CPU time per cell
 
 
 def lengths(text: str) -> list[int]:
@@ -59,7 +59,7 @@ def label(n: int) -> str:
 
 
 def measure(drivers: list[Driver], data: dict, shapes: list[str], ns: list[int],
-            repeats: int) -> dict[tuple[str, str, int, int], float]:
+            repeats: int, min_cpu_s: float) -> dict[tuple[str, str, int, int], float]:
     """us/token per (driver, shape, size, n); the drivers take turns on each cell, so that
     a slow spell of a shared machine falls on all of them alike."""
     cost = {}
@@ -70,7 +70,7 @@ def measure(drivers: list[Driver], data: dict, shapes: list[str], ns: list[int],
                 for d in drivers:
                     deltas = d.prepare(stream, size)
                     cost[d.name, shape, size, n] = cpu_us_per_token(
-                        partial(d.run, deltas), len(stream["ids"]), repeats)
+                        partial(d.run, deltas), len(stream["ids"]), repeats, min_cpu_s)
                 print(f"  {shape} {label(n)} {size}/delta: " + ", ".join(
                     f"{d.name} {fmt(cost[d.name, shape, size, n])}" for d in drivers),
                     file=sys.stderr, flush=True)
@@ -147,12 +147,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     data = build_streams(shapes, ns)
     checks, bad = cross_check(drivers, data, shapes, ns[0])
-    cost = measure(drivers, data, shapes, ns, repeats)
+    cost = measure(drivers, data, shapes, ns, repeats, 0.0 if args.smoke else 0.3)
     versions = {k: v for d in drivers for k, v in d.versions.items()}
     intro = ("CPU microseconds per generated token for one whole request (parser "
-             f"built, every delta fed, end of stream), median of {repeats} runs after a "
-             "warm-up; the last column is how the cost grows from the shortest stream to the "
-             "longest (flat: about 1x); a bold row is the other parser's cost over ours "
+             f"built, every delta fed, end of stream), median of at least {repeats} runs "
+             "(more for short streams, up to 0.3 s of CPU) after a warm-up; the last column "
+             "is how the cost grows from the shortest stream to the longest (flat: about "
+             "1x); a bold row is the other parser's cost over ours "
              f"(above 1x: ours is cheaper). Shapes: {', '.join(shapes)}; whole run "
              f"{time.monotonic() - started:.0f} s.")
     command = args.command or f"python -m benchmarks.bench {' '.join(argv or sys.argv[1:])}"

@@ -171,12 +171,15 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
-def cpu_us_per_token(run: Callable[[], object], tokens: int, repeats: int) -> float:
-    """Median CPU microseconds per token of ``run`` (one whole request), after one warm-up.
-    CPU time of this thread, so other processes on a shared machine count little."""
+def cpu_us_per_token(run: Callable[[], object], tokens: int, repeats: int,
+                     min_cpu_s: float = 0.3) -> float:
+    """Median CPU microseconds per token of ``run`` (one whole request), after one warm-up:
+    at least ``repeats`` runs, more for short streams until ``min_cpu_s`` is spent (at most
+    50). CPU time of this thread, so other processes on a shared machine count little."""
     run()
-    samples = []
-    for _ in range(repeats):
+    samples: list[float] = []
+    while len(samples) < repeats or (sum(samples) * tokens / 1e6 < min_cpu_s
+                                     and len(samples) < 50):
         start = time.thread_time()
         run()
         samples.append((time.thread_time() - start) / tokens * 1e6)

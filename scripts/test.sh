@@ -12,7 +12,7 @@
 #   started, no timing is judged: the figures must print and the parsers agree)
 #
 # Every suite runs even when an earlier one fails; the exit status is non-zero if any did.
-# At the end it prints which engine version each tier ran, and how it ended (the README's
+# At the end it prints which engine version each tier ran, and how it ended (CONTRIBUTING.md's
 # version table comes from that). Extra arguments go to every pytest run (e.g. -x, -q).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
