@@ -254,8 +254,9 @@ class SglangDriver(Driver):
                 raise RuntimeError("harmony-ext did not register in SGLang")
         self.tokenizer, folder = hf_tokenizer()
         (folder / "config.json").write_text(json.dumps(SGLANG_CONFIG))
-        publish(ServerArgs(model_path=str(folder), tool_call_parser=self.parser,
-                           reasoning_parser=self.parser, device="cpu"), role="tokenizer")
+        self.args = ServerArgs(model_path=str(folder), tool_call_parser=self.parser,
+                               reasoning_parser=self.parser, device="cpu")
+        self.publish = publish
         self.ReasoningParser, self.FunctionCallParser = ReasoningParser, FunctionCallParser
         self.request = ChatCompletionRequest(
             model="gpt-oss", messages=[{"role": "user", "content": "Go."}], tools=tools,
@@ -263,6 +264,12 @@ class SglangDriver(Driver):
         self.constrained = grammar_holds_calls(self.request._response_parser_tool_grammar,
                                                self.request._response_parser_grammar_start)
         self.versions = {"sglang": sglang.__version__}
+
+    def prepare(self, stream: dict[str, Any], size: int) -> list[Any]:
+        """Also publish this driver's server configuration (untimed): the parsers read it, and
+        the other SGLang driver in this process publishes its own."""
+        self.publish(self.args, role="tokenizer")
+        return super().prepare(stream, size)
 
     def _parsers(self) -> tuple[Any, Any]:
         request = self.request  # as _process_reasoning_stream / _process_tool_call_stream
