@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,18 +37,39 @@ def test_percentile_is_nearest_rank() -> None:
     assert percentile([5.0], 99) == 5.0
 
 
-@pytest.mark.parametrize("suite", sorted(SUITES))
-def test_benchmark_smoke(suite: str) -> None:
-    venv, impls, shapes = SUITES[suite]
-    python = sys.executable if venv is None else str(ROOT / venv / "bin" / "python")
-    if venv is not None and not (ROOT / venv / ".ok").exists():  # the set-up's last step
-        pytest.skip(f"{venv} is not set up (scripts/test.sh builds it)")
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple]]:
+    """Every suite started at once (each is one mostly single-threaded process, so two cores
+    halve the wait); output goes to files, so that no pipe fills while another is read."""
     env = dict(os.environ, PYTHONHASHSEED="0", TOKENIZERS_PARALLELISM="false",
                OMP_NUM_THREADS="1", VLLM_LOGGING_LEVEL="WARNING")
-    run = subprocess.run([python, "-m", "benchmarks.bench", suite, "--smoke"], cwd=ROOT,
-                         env=env, capture_output=True, text=True, timeout=180)
-    assert run.returncode == 0, run.stderr[-3000:]
-    out = run.stdout
+    folder = tmp_path_factory.mktemp("bench-smoke")
+    started = {}
+    for suite, (venv, _, _) in SUITES.items():
+        if venv is not None and not (ROOT / venv / ".ok").exists():  # the set-up's last step
+            continue
+        python = sys.executable if venv is None else str(ROOT / venv / "bin" / "python")
+        out, err = folder / f"{suite}.out", folder / f"{suite}.err"
+        with open(out, "w") as o, open(err, "w") as e:
+            started[suite] = (subprocess.Popen(
+                [python, "-m", "benchmarks.bench", suite, "--smoke"], cwd=ROOT, env=env,
+                stdout=o, stderr=e), out, err)
+    yield started
+    for proc, _, _ in started.values():
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("suite", sorted(SUITES))
+def test_benchmark_smoke(suite: str, runs: dict[str, tuple]) -> None:
+    venv, impls, shapes = SUITES[suite]
+    if suite not in runs:
+        pytest.skip(f"{venv} is not set up (scripts/test.sh builds it)")
+    proc, out_file, err_file = runs[suite]
+    returncode = proc.wait(timeout=180)
+    assert returncode == 0, err_file.read_text()[-3000:]
+    out = out_file.read_text()
     for shape in shapes:  # each shape's table has a figure for every implementation
         table = out.split(f"### {shape}:")[1].split("###")[0].split("## Cross-check")[0]
         for impl in impls:
