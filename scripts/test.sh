@@ -8,10 +8,11 @@
 #                     plus two API-server processes (`vllm serve --api-server-count 2`)
 #   .venv-sglang      a real SGLang 0.5.23: adapter tests on SGLang's classes and serving code
 #   .venv-sglang-0.5.22  the same tests on SGLang 0.5.22, the oldest release the README claims
-#   then the benchmark's smoke test, whose workers use the venvs above (no timing is asserted)
+#   then each benchmark once at a tiny size in the venvs above (benchmarks/; no server is
+#   started, no timing is judged: the figures must print and the parsers agree)
 #
 # Every suite runs even when an earlier one fails; the exit status is non-zero if any did.
-# At the end it prints which engine version each tier ran, and how it ended (the README's
+# At the end it prints which engine version each tier ran, and how it ended (CONTRIBUTING.md's
 # version table comes from that). Extra arguments go to every pytest run (e.g. -x, -q).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -39,7 +40,7 @@ run "ruff" .venv/bin/ruff check .
 run "workflow lint" bash -c ".venv/bin/actionlint && .venv/bin/zizmor -q --offline .github/workflows"
 run "core tests" .venv/bin/python -m pytest tests -p no:cacheprovider \
     --ignore=tests/vllm --ignore=tests/e2e_vllm --ignore=tests/sglang --ignore=tests/gpu \
-    --ignore=tests/test_bench_smoke.py "$@"
+    --ignore=tests/test_benchmarks_smoke.py "$@"
 
 if run "set up .venv-vllm" scripts/setup_vllm_env.sh; then
     run "vLLM 0.32 tests" .venv-vllm/bin/python -m pytest -p no:cacheprovider \
@@ -67,9 +68,9 @@ if run "set up .venv-sglang-0.5.22" scripts/setup_sglang_env.sh 0.5.22; then
 scripted" "$(outcome $?)"
 fi
 
-# The benchmark's workers run in every venv above, so its smoke test comes last.
+# The benchmarks run in the venvs above, so their smoke test comes last (under a minute).
 run "benchmark smoke test" .venv/bin/python -m pytest -p no:cacheprovider \
-    tests/test_bench_smoke.py "$@"
+    tests/test_benchmarks_smoke.py "$@"
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     gpu="a GPU is here: run scripts/gpu_e2e.sh and scripts/gpu_e2e_sglang.sh"

@@ -6,7 +6,7 @@ before the server's configuration is known. So :func:`register` registers names 
 unconditionally, and every hook decides at call time whether a ``harmony-ext`` parser is selected;
 with other parsers SGLang behaves exactly as without the plugin.
 
-What it installs (docs/sglang-internals.md has the why of each):
+What it installs (docs/sglang.md, "Internals", has the why of each):
 
 * the tool-call detector and the reasoning detector named ``harmony-ext``
   (:mod:`sglang_ext.detectors`), which makes ``--tool-call-parser`` / ``--reasoning-parser``

@@ -4,7 +4,7 @@ Without an installed ``sglang`` (ImportError) every module here is reported as s
 the reason, instead of failing at import: the main venv deliberately has no SGLang. Any other
 error importing it fails the run. The fixtures drive SGLang's real ``OpenAIServingChat`` with
 only the model replaced by a stand-in that replays scripted output text, which is how SGLang's
-own parsers are reached without a GPU (docs/sglang-internals.md, 7).
+own parsers are reached without a GPU (docs/sglang.md, internals section 7).
 """
 
 from __future__ import annotations
