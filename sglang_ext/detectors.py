@@ -54,7 +54,7 @@ from .results import streaming_result, tool_call_item
 
 THINK_START = mk.ANALYSIS_START
 THINK_END = mk.spelling(mk.END)
-"""As SGLang's gpt-oss detector: the scheduler gates grammars after ``<|end|>``, and the
+"""As SGLang's gpt-oss detector: the scheduler gates grammars after the end marker, and the
 ``tool_choice`` structural tag excludes are stripped of these two."""
 FORWARD_UNKNOWN_TOOLS = "SGLANG_FORWARD_UNKNOWN_TOOLS"
 """SGLang's own name for the pass-undeclared switch."""
@@ -374,7 +374,7 @@ class HarmonyExtDetector(BaseFormatDetector):
         trigger = CALL_HEADER[:CALL_HEADER.index("to=") + len("to=")]
 
         def info(name: str) -> StructureInfo:
-            return StructureInfo(begin=CALL_HEADER.format(name=name), end="<|call|>",
+            return StructureInfo(begin=CALL_HEADER.format(name=name), end=mk.spelling(mk.CALL),
                                  trigger=trigger)
 
         return info

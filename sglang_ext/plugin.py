@@ -13,7 +13,7 @@ What it installs (docs/sglang.md, "Internals", has the why of each):
   accept the name;
 * AFTER ``ReasoningParser.__init__`` and ``FunctionCallParser.__init__``: hand our detectors the
   request's tools (SGLang gives reasoning detectors none, and ``has_tool_call`` none);
-* AFTER ``DetokenizerManager.init_running_status``: keep the stop token ``<|call|>`` in the text
+* AFTER ``DetokenizerManager.init_running_status``: keep the call stop token in the text
   for ``harmony-ext`` as SGLang does for ``gpt-oss`` (a call cut without it is accepted anyway);
 * AROUND ``OpenAIServingChat._render_and_encode_chat_template``: control-token spellings in
   message text are tokenized as text (:mod:`sglang_ext.prompt`);
@@ -196,7 +196,8 @@ def bind_tool_parser_tools(result: Any, *args: Any, **kwargs: Any) -> None:
 
 
 def keep_call_token(result: Any, *args: Any, **kwargs: Any) -> None:
-    """AFTER ``DetokenizerManager.init_running_status``: keep ``<|call|>`` for harmony-ext."""
+    """AFTER ``DetokenizerManager.init_running_status``: keep the call stop token for
+    harmony-ext (engine glue: SGLang keeps it only for its own gpt-oss parser's name)."""
     manager = args[0] if args else None
     selected = selected_parser("tool_call_parser")
     if selected is None:  # no published config: fall back to the arguments given
@@ -270,7 +271,7 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
     points = [
         ("tools to the reasoning parse", REASONING_INIT, bind_reasoning_request, "AFTER"),
         ("tools to has_tool_call", TOOL_INIT, bind_tool_parser_tools, "AFTER"),
-        ("keep <|call|>", DETOKENIZER_INIT, keep_call_token, "AFTER"),
+        ("keep the call stop token", DETOKENIZER_INIT, keep_call_token, "AFTER"),
         ("prompt control tokens as text", RENDER, render_and_encode, "AROUND"),
         ("warn when the server will not use it", PREPARE_ARGS, warn_if_bypassed, "AFTER"),
         ("gpt-oss prompts rendered as Harmony", APPLY_TEMPLATE, apply_template, "AROUND"),

@@ -1,7 +1,7 @@
 """Prompt side: a control-token spelling in message text reaches the model as text.
 
 SGLang renders chat prompts with the Hugging Face chat template to one string and tokenizes it,
-so a user writing ``<|call|>`` (or a tool result containing ``<|end|>``) puts the real control
+so a user writing a control token's spelling (in a message or a tool result) puts the real control
 token into the prompt: the user can forge turns, and the model sees markup that was never there
 (docs/sglang-prompt-side.md). ``openai_harmony``, which vLLM uses, encodes message text as
 ordinary tokens; this does the same for SGLang's chat path.
