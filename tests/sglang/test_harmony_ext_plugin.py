@@ -34,8 +34,9 @@ def test_names_resolve_after_load_plugins() -> None:
     assert isinstance(FunctionCallParser([], NAME).detector, HarmonyExtDetector)
     assert isinstance(ReasoningParser(NAME).detector, HarmonyExtReasoningDetector)
     assert plugin.status["enabled"].startswith("yes")
-    for item in ("tools to the reasoning parse", "tools to has_tool_call", "keep the call stop token",
-                 "prompt control tokens as text", "warn when the server will not use it"):
+    for item in ("tools to the reasoning parse", "tools to has_tool_call",
+                 "keep the call stop token", "prompt control tokens as text",
+                 "warn when the server will not use it"):
         assert plugin.status[item] == "on", (item, plugin.status)
 
 

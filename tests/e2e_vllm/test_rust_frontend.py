@@ -1,0 +1,34 @@
+"""vLLM's Rust front end (``VLLM_USE_RUST_FRONTEND=1``) with a harmony-ext parser selected.
+
+The Rust binary parses Harmony itself and knows only its own parser names, so vLLM 0.33
+refuses to start; the plugin's warning says so before vLLM does. Only a tier whose vLLM
+ships the binary (``vllm-rs``, 0.33) can run this; 0.32 has no Rust front end.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e_vllm.conftest import ROOT, SERVER_SCRIPT, VENV, free_port
+
+RUST = next(iter(VENV.glob("**/site-packages/vllm/vllm-rs")), None) or next(
+    iter(VENV.glob("site/vllm/vllm-rs")), None)
+
+
+@pytest.mark.skipif(RUST is None, reason=f"no vllm-rs in {VENV}: this vLLM has no Rust front end")
+def test_the_rust_front_end_refuses_harmony_ext_and_the_warning_says_so(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    env = {**os.environ, "VLLM_USE_RUST_FRONTEND": "1", "VLLM_ENTRY": "serve"}
+    with open(log, "wb") as out:
+        done = subprocess.run(["bash", str(SERVER_SCRIPT), str(free_port())], cwd=ROOT,
+                              env=env, stdin=subprocess.DEVNULL, stdout=out,
+                              stderr=subprocess.STDOUT, timeout=300)
+    text = log.read_text(errors="replace")
+    assert done.returncode != 0, text[-3000:]
+    assert "the server will not start" in text  # ours, first
+    assert "tool parser `harmony-ext` is not registered" in text  # vLLM's Rust front end
+    assert text.index("the server will not start") < text.index("is not registered")
