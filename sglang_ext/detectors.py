@@ -177,10 +177,10 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
     def _result(self, link: links.Link, step: Step, final: bool) -> ReasoningResult:
         if self.hands_off:
             link.hand(step)
-        reasoning = step[0]
+        reasoning = step.reasoning
         if self.stream_reasoning and not self._held:
-            return ReasoningResult(step[1], reasoning)
-        result = ReasoningResult(step[1])
+            return ReasoningResult(step.content, reasoning)
+        result = ReasoningResult(step.content)
         if reasoning:
             self._held.append(reasoning)
         if self.stream_reasoning or step.content or step.calls or final:

@@ -69,8 +69,8 @@ class Link:
 
     def hand(self, step: Step) -> None:
         """Queue a step's content and calls for the tool detector, and publish the link."""
-        content = step[1]
-        if content or step[2] or step[3]:  # content, calls, ended
+        content = step.content
+        if content or step.calls or step.ended:
             self.steps.append(step)
             if content:
                 self.handed = content if not self.handed else self.handed + content

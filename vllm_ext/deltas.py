@@ -77,7 +77,7 @@ _function = _builder(DeltaFunctionCall)
 def delta_message(step: Step, include_reasoning: bool) -> DeltaMessage | None:
     """The ``DeltaMessage`` of a step (None when it shows nothing); ``include_reasoning``
     is the request's."""
-    reasoning, content, calls = step[0], step[1], step[2]
+    reasoning, content, calls = step.reasoning, step.content, step.calls
     given: dict[str, Any] = {}
     if reasoning and include_reasoning:
         given["reasoning"] = reasoning
@@ -85,10 +85,10 @@ def delta_message(step: Step, include_reasoning: bool) -> DeltaMessage | None:
         given["content"] = content
     if calls:
         given["tool_calls"] = [
-            _tool_call({"index": call[0], "function": _function({"arguments": call[3]})})
-            if call[1] is None else
-            _tool_call({"index": call[0], "id": call[1], "type": "function",
-                        "function": _function({"name": call[2], "arguments": call[3]})})
+            _tool_call({"index": call.index, "function": _function({"arguments": call.arguments})})
+            if call.id is None else
+            _tool_call({"index": call.index, "id": call.id, "type": "function",
+                        "function": _function({"name": call.name, "arguments": call.arguments})})
             for call in calls
         ]
     return _message(given) if given else None
