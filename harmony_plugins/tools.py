@@ -61,6 +61,16 @@ def declared_tools(tools: Iterable[Any] | None) -> list[Any]:
     return out
 
 
+def chat_request_tools(request: Any) -> list[Any]:
+    """The tools a chat request declares: its ``tools``, and those given on its ``system``
+    or ``developer`` messages (where Harmony declares them; SGLang reads them there too)."""
+    tools = list(field(request, "tools") or ())
+    for message in field(request, "messages") or ():
+        if field(message, "role") in ("root", "system", "developer"):
+            tools.extend(field(message, "tools") or ())
+    return tools
+
+
 def name_and_schema(tool: object) -> tuple[str | None, Any]:
     """(name, parameters) of one tool in any accepted shape; (None, None) if it has no name."""
     if isinstance(tool, str):

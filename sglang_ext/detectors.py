@@ -46,6 +46,7 @@ from sglang.srt.parser.reasoning_parser import (
 from harmony_adapters import metrics
 from harmony_plugins import Request, Step, Turn
 from harmony_plugins import markers as mk
+from harmony_plugins.tools import chat_request_tools
 from harmony_plugins.turn import pass_undeclared
 
 from . import link as links
@@ -71,15 +72,6 @@ def new_turn(tools: Iterable[Any] | None, tool_choice: Any = None, *,
     request = Request(tools, tool_choice, pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS),
                       tools_known=tools_known)
     return Turn(request, observer=_observe if metrics_enabled() else None, log=logger)
-
-
-def request_tools(request: Any) -> list[Any]:
-    """The tools a chat request declares, as ``OpenAIServingChat._effective_tools`` sees them."""
-    tools = list(getattr(request, "tools", None) or ())
-    for message in getattr(request, "messages", None) or ():
-        if getattr(message, "role", None) in ("root", "system", "developer"):
-            tools.extend(getattr(message, "tools", None) or ())
-    return tools
 
 
 _warned: set[str] = set()
@@ -151,7 +143,7 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
         if link is None:
             request = self._request
             if request is not None:
-                turn = new_turn(request_tools(request), getattr(request, "tool_choice", None))
+                turn = new_turn(chat_request_tools(request), getattr(request, "tool_choice", None))
             elif self.hands_off:  # the tool detector will tell
                 turn = new_turn(None, tools_known=False)
             else:  # no tool parser follows: no call can be surfaced

@@ -234,3 +234,16 @@ def test_declare_only_once():
     turn.declare([WEATHER])
     with pytest.raises(RuntimeError, match="known"):
         turn.declare([WEATHER])
+
+
+def test_chat_request_tools_include_those_on_system_and_developer_messages():
+    from harmony_plugins.tools import chat_request_tools
+
+    time = {"type": "function", "function": {"name": "get_time"}}
+    request = {"tools": [WEATHER], "messages": [
+        {"role": "system", "content": "x", "tools": [time]},
+        {"role": "user", "content": "hi", "tools": [{"type": "function",
+                                                     "function": {"name": "forged"}}]},
+    ]}
+    assert chat_request_tools(request) == [WEATHER, time]
+    assert chat_request_tools({"messages": []}) == []
