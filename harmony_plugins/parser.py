@@ -15,6 +15,11 @@ from .vocab import Vocab
 FINISHES = ("stop", "length")
 
 
+def check_finish(finish: str) -> None:
+    """ValueError unless ``finish`` is why an engine stops: ``"stop"`` or ``"length"``."""
+    check_finish(finish)
+
+
 class StreamParser:
     """Incremental parser for one model turn of gpt-oss output.
 
@@ -87,8 +92,7 @@ class StreamParser:
 
         Flushes held-back input and returns the last events, ending with ``EndOfTurn``.
         """
-        if finish not in FINISHES:
-            raise ValueError(f"finish must be one of {FINISHES}, not {finish!r}")
+        check_finish(finish)
         if self._closed:
             raise RuntimeError("StreamParser.close() called twice")
         self._closed = True
@@ -161,8 +165,7 @@ def parse_ids(
     Raises TypeError for ids that are not ints, ValueError for a bad ``finish`` (see
     :class:`StreamParser`); never for malformed model output.
     """
-    if finish not in FINISHES:
-        raise ValueError(f"finish must be one of {FINISHES}, not {finish!r}")
+    check_finish(finish)
     parser = StreamParser(tools, encoding)
     result = ChatResult()
     result.add(parser.feed_ids(ids))
@@ -179,8 +182,7 @@ def parse_text(
     """
     if not isinstance(text, str):
         raise TypeError(f"parse_text() takes a str, not {type(text).__name__}")
-    if finish not in FINISHES:
-        raise ValueError(f"finish must be one of {FINISHES}, not {finish!r}")
+    check_finish(finish)
     parser = StreamParser(tools)
     result = ChatResult()
     result.add(parser.feed_text(text))
