@@ -17,7 +17,8 @@ FINISHES = ("stop", "length")
 
 def check_finish(finish: str) -> None:
     """ValueError unless ``finish`` is why an engine stops: ``"stop"`` or ``"length"``."""
-    check_finish(finish)
+    if finish not in FINISHES:
+        raise ValueError(f"finish must be one of {FINISHES}, not {finish!r}")
 
 
 class StreamParser:
