@@ -40,8 +40,8 @@ from sglang.srt.parser.reasoning_parser import (
     StreamingParseResult as ReasoningResult,
 )
 
-from harmony_adapters import metrics
 from harmony_plugins import Request, Step, Turn
+from harmony_plugins.adapter_support import metrics
 from harmony_plugins.header import tool_names
 from harmony_plugins.turn import pass_undeclared
 

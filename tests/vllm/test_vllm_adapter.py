@@ -321,7 +321,7 @@ def test_deltas_are_built_unvalidated_here_and_equal_validated_ones(parser_cls, 
 
 
 def test_deltas_fall_back_to_validation_when_the_layout_differs(monkeypatch):
-    from harmony_adapters import trusted
+    from harmony_plugins.adapter_support import trusted
     from vllm_ext import deltas
 
     monkeypatch.setattr(trusted, "SLOTS", None)  # as if pydantic's slots were not found
@@ -347,7 +347,7 @@ def call(name: str, arguments: str) -> str:
 ])
 def test_the_request_s_full_tools_reach_the_checks(parser_cls, tokenizer, monkeypatch, text,
                                                    outcomes):
-    from harmony_adapters import metrics
+    from harmony_plugins.adapter_support import metrics
 
     seen = []
     monkeypatch.setattr(metrics, "observe", seen.append)
