@@ -6,7 +6,7 @@
 # Runs in the foreground (exec: SIGTERM to this pid stops the server and all its
 # processes). Needs .venv-vllm (scripts/setup_vllm_env.sh). Builds the model into
 # .cache/tiny-gpt-oss on first use (seconds). Output is scripted per request through
-# vllm_xargs (vllm_ext/scripted.py), since random weights emit noise.
+# vllm_xargs (harmony_ext_testing/vllm_scripted.py), since random weights emit noise.
 #
 # Environment:
 #   TOOL_PARSER       --tool-call-parser name (default: ours, "harmony-ext"; vLLM's
@@ -56,7 +56,7 @@ export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}"
 export HF_HUB_OFFLINE=1
 export VLLM_NO_USAGE_STATS=1
 export VLLM_CACHE_ROOT="${VLLM_CACHE_ROOT:-$ROOT/.cache/vllm-root}"
-# Our modules (vllm_ext.scripted) must import in every vLLM process, installed or not.
+# Our modules (harmony_ext_testing.vllm_scripted) must import in every vLLM process, installed or not.
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 
 case "${VLLM_ENTRY:-api_server}" in
@@ -73,6 +73,6 @@ exec "$PY" "${entry[@]}" \
     --served-model-name tiny-gpt-oss \
     --host 127.0.0.1 --port "$PORT" \
     --enforce-eager \
-    --logits-processors vllm_ext.scripted:ScriptedOutputProcessor \
+    --logits-processors harmony_ext_testing.vllm_scripted:ScriptedOutputProcessor \
     "${parser_args[@]}" \
     "$@"

@@ -33,10 +33,6 @@ def _trusted(cls: Any, given: dict[str, Any]) -> Any:
     return _BUILDERS[cls](given)
 
 
-def _validated(cls: Any, given: dict[str, Any]) -> Any:
-    return cls(**given)
-
-
 def _pairs() -> list[tuple[Any, Any]]:
     """Samples of every shape built here, each with its validated twin."""
     function = {"arguments": '{"a": 1}'}
@@ -60,9 +56,6 @@ TRUSTED = trusted.agrees(_pairs)
 """Whether deltas are built without validation (False: this pydantic/vLLM differs)."""
 if not TRUSTED:
     logger.debug("harmony-ext: building vLLM deltas with validation (layout check failed)")
-
-build: Callable[[Any, dict[str, Any]], Any] = _trusted if TRUSTED else _validated
-"""``build(cls, fields)``: an instance of a delta model with exactly these fields set."""
 
 
 def _builder(cls: Any) -> Callable[[dict[str, Any]], Any]:

@@ -28,9 +28,6 @@ TOOL_CALLS = "harmony_ext_tool_calls"
 LEAKS = "harmony_ext_leaks_suspected"
 """Metric names without prometheus_client's ``_total`` suffix (it adds it to counters)."""
 
-OUTCOMES = ("surfaced", "undeclared", "invalid_json", "not_object", "schema_mismatch")
-"""The ``outcome`` label values of ``harmony_ext_tool_calls_total`` (contract section 9)."""
-
 _AS_LABEL = {"unchecked": "surfaced"}
 
 logger = logging.getLogger("harmony_ext")
