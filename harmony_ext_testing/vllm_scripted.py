@@ -53,6 +53,7 @@ from vllm.v1.sample.logits_processor import AdapterLogitsProcessor
 
 import harmony_plugins
 import vllm_ext
+from harmony_ext_testing import LOADED_FROM
 
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
@@ -62,8 +63,6 @@ __all__ = ["SCRIPT_IDS_KEY", "SCRIPT_TEXT_KEY", "Script", "ScriptedOutputProcess
 
 logger = logging.getLogger("vllm.harmony_ext_testing")  # vLLM's handler prints it
 
-LOADED_FROM = "harmony-ext loaded from"
-"""The log line's prefix; then ``vllm_ext`` and ``harmony_plugins``' ``__file__``."""
 logger.info("%s %s %s", LOADED_FROM, vllm_ext.__file__, harmony_plugins.__file__)
 
 SCRIPT_TEXT_KEY = "script_text"
