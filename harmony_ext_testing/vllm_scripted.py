@@ -62,7 +62,6 @@ if TYPE_CHECKING:
 __all__ = ["SCRIPT_IDS_KEY", "SCRIPT_TEXT_KEY", "Script", "ScriptedOutputProcessor", "read_script"]
 
 logger = logging.getLogger("vllm.harmony_ext_testing")  # vLLM's handler prints it
-
 logger.info("%s %s %s", LOADED_FROM, vllm_ext.__file__, harmony_plugins.__file__)
 
 SCRIPT_TEXT_KEY = "script_text"
