@@ -8,7 +8,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PY="$ROOT/.venv/bin/python"
+PY="${PYTHON:-$ROOT/.venv/bin/python}"  # any Python with build and twine
 DIST="$ROOT/.cache/dist"
 source "$ROOT/scripts/venv.sh"
 venv_log "$ROOT/.cache/logs/build_dist.log"

@@ -40,6 +40,7 @@ site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["pu
 venv_step "install $(basename "${wheels[0]}") (no dependencies)" \
     "$BASE/bin/python" -m pip install -q --disable-pip-version-check --no-deps --no-index \
     --target "$site" "${wheels[0]}"
+rm -rf "$site/bin"  # --target's copy of the console script (its shebang is another venv's)
 mkdir -p "$VENV/testing"
 ln -s "$ROOT/harmony_ext_testing" "$VENV/testing/harmony_ext_testing"
 {
