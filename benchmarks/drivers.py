@@ -143,7 +143,7 @@ def hf_tokenizer() -> tuple[Any, Path]:
     """gpt-oss's tokenizer as a transformers tokenizer, built offline, and its folder."""
     from transformers import AutoTokenizer
 
-    from harmony_plugins.o200k import write_hf_tokenizer
+    from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer
 
     folder = Path(tempfile.mkdtemp(prefix="bench-tok-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)

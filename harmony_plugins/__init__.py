@@ -5,8 +5,6 @@ Sans-I/O: it imports no engine and does no I/O. See ``docs/core-api.md`` and the
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 from .events import (
     ContentText,
     EndOfTurn,
@@ -26,10 +24,8 @@ from .steps import CallDelta, Step
 from .turn import Request, Summary, Turn
 from .vocab import NotHarmonyTokenizer, Vocab
 
-try:
-    __version__ = version("harmony-ext")
-except PackageNotFoundError:  # running from a checkout that was not installed
-    __version__ = "0+unknown"
+__version__ = "0.1.0"
+"""The release; pyproject.toml reads it from here (CHANGELOG.md names the same)."""
 
 __all__ = [
     "CallDelta",

@@ -17,9 +17,6 @@ CALL = 6  # <|call|>        stop: a tool call is complete
 END_OF_TEXT = 7  # <|endoftext|>  stop
 IGNORED = 8  # reserved tokens, <|startoftext|>, <|endofprompt|>: never meaningful
 
-NAMES = ("start", "end", "message", "channel", "constrain", "return", "call", "end_of_text",
-         "ignored")
-
 STRUCTURAL = {
     "<|start|>": START,
     "<|end|>": END,

@@ -24,7 +24,7 @@ from .conversation import Function, Message, encode, prompt_pieces, spelled
 logger = logging.getLogger("harmony_ext")
 
 NOT_INSTALLED = "openai-harmony is not installed"
-INSTALL = "pip install oss-harmony==0.0.11 (vLLM and SGLang install it)"
+INSTALL = "pip install 'harmony-ext[render]' (vLLM and SGLang install it themselves)"
 VOCAB_ENV = "TIKTOKEN_ENCODINGS_BASE"
 
 

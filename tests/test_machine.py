@@ -43,7 +43,10 @@ STATES = {
     "done": ("<|channel|>final<|message|>A<|return|>", DONE, None),
 }
 
-MARKERS = {name: i for i, name in enumerate(mk.NAMES)}
+# The markers by name, as markers.py numbers them (written here from its table).
+NAMES = ("start", "end", "message", "channel", "constrain", "return", "call", "end_of_text",
+         "ignored")
+MARKERS = {name: getattr(mk, name.upper()) for name in NAMES}
 
 
 def machine_in(prefix: str) -> tuple[Machine, list]:
@@ -106,7 +109,7 @@ TRANSITIONS = {
     ("call body", "message"): (BODY, [(Recovery, rules.STRAY_MARKER)]),
     ("dropped body", "end"): (HEADER, [(Recovery, rules.UNDECLARED_RECIPIENT)]),
     ("dropped body", "call"): (HEADER, [(Recovery, rules.UNDECLARED_RECIPIENT)]),
-    **{("done", m): (DONE, []) for m in mk.NAMES if m != "ignored"},
+    **{("done", m): (DONE, []) for m in NAMES if m != "ignored"},
     ("done", "ignored"): (DONE, [(Recovery, rules.IGNORED_TOKEN)]),
     # The rest of the product, read from machine.py's transition table.
     ("bare header", "start"): (HEADER, []),
@@ -182,7 +185,7 @@ def test_transition(state, marker):
 
 def test_every_state_and_marker_is_in_the_table():
     """The whole state x marker product is in the table, so test_transition walks each cell."""
-    assert set(TRANSITIONS) == {(s, m) for s in STATES for m in mk.NAMES}
+    assert set(TRANSITIONS) == {(s, m) for s in STATES for m in NAMES}
 
 
 def test_call_marker_sets_after_call_and_drops_later_prose():

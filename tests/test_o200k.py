@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import lzma
 import os
 import random
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -169,64 +169,72 @@ def test_pieces_are_a_fresh_copy():
 def test_tiktoken_file_matches_official_hash(tmp_path):
     data = o200k.tiktoken_file_bytes()
     assert len(data) == 3_613_922
-    assert hashlib.sha256(data).hexdigest() == o200k.O200K_BASE_SHA256
+    assert hashlib.sha256(data).hexdigest() == OFFICIAL_SHA256
     assert data.startswith(b"IQ== 0\n") and data.count(b"\n") == 199_998
     path = o200k.write_tiktoken_file(tmp_path / "sub" / "o200k_base.tiktoken")
     assert path == tmp_path / "sub" / "o200k_base.tiktoken"
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == o200k.O200K_BASE_SHA256
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == OFFICIAL_SHA256
     assert [p.name for p in path.parent.iterdir()] == ["o200k_base.tiktoken"]  # no temp left
 
 
-def test_write_tiktoken_file_refuses_a_wrong_hash(tmp_path, monkeypatch):
-    monkeypatch.setattr(o200k, "O200K_BASE_SHA256", "0" * 64)
-    with pytest.raises(RuntimeError, match="sha256"):
-        o200k.write_tiktoken_file(tmp_path / "x.tiktoken")
-    assert not list(tmp_path.iterdir())
+# The published hash of o200k_base.tiktoken (docs/tokenizer.md), written here by hand.
+OFFICIAL_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 
 
-def _vocab_file(entries: list[tuple[bytes, int]], count: int | None = None) -> bytes:
-    out = struct.pack("<I", len(entries) if count is None else count)
-    for piece, rank in entries:
-        out += struct.pack("<H", len(piece)) + piece + struct.pack("<I", rank)
-    return out
+def test_the_shipped_file_is_the_official_one():
+    assert o200k.O200K_BASE_SHA256 == OFFICIAL_SHA256
+    data = lzma.decompress(o200k._DATA.read_bytes())
+    assert hashlib.sha256(data).hexdigest() == OFFICIAL_SHA256
+
+
+def test_a_file_with_another_hash_is_refused(tmp_path):
+    path = tmp_path / "o200k_base.tiktoken.xz"
+    path.write_bytes(lzma.compress(b"IQ== 0\n"))
+    with pytest.raises(RuntimeError, match="sha256 .* expected 446a9538.*reinstall harmony-ext"):
+        o200k._read_file(path)
+
+
+@pytest.mark.parametrize("content", [b"", b"not xz at all"], ids=["empty", "not-xz"])
+def test_an_unreadable_file_is_refused(tmp_path, content):
+    path = tmp_path / "o200k_base.tiktoken.xz"
+    path.write_bytes(content)
+    with pytest.raises(RuntimeError, match="cannot read the o200k vocabulary.*reinstall"):
+        o200k._read_file(path)
+
+
+def test_a_missing_file_is_refused(tmp_path):
+    with pytest.raises(RuntimeError, match="cannot read the o200k vocabulary.*reinstall"):
+        o200k._read_file(tmp_path / "absent.xz")
 
 
 @pytest.mark.parametrize(
-    "content",
+    ("content", "why"),
     [
-        _vocab_file([(b"a", 0), (b"b", 1)]),  # wrong count
-        _vocab_file([(b"a", 0)], count=199_998),  # truncated
-        b"\x01\x02",  # too short for the header
+        (b"IQ== 0\nIg== 2\n", "line 2"),  # a rank skipped
+        (b"IQ== 0\n!!!! 1\n", "line 2"),  # not base64
+        (b"IQ== 0\nIg==\n", "line 2"),  # no rank
+        (b" 0\n", "line 1"),  # an empty token
+        (b"IQ== 0\nIg== 1\n", "2 lines, 2 distinct tokens, expected 199998"),
     ],
-    ids=["wrong-count", "truncated", "no-header"],
+    ids=["rank-skipped", "not-base64", "no-rank", "empty-token", "too-few"],
 )
-def test_malformed_vocab_file_raises_naming_the_package(tmp_path, content):
-    path = tmp_path / "o200k.vocab"
-    path.write_bytes(content)
-    with pytest.raises(RuntimeError, match="quicktok-v1"):
-        o200k._read_pieces(path)
+def test_malformed_lines_are_refused(content, why):
+    with pytest.raises(RuntimeError, match=why):
+        o200k._read_pieces(content)
 
 
-def test_repeated_rank_is_rejected(tmp_path, monkeypatch):
+def test_repeated_tokens_are_refused(monkeypatch):
     monkeypatch.setattr(o200k, "O200K_BASE_SIZE", 3)
-    path = tmp_path / "o200k.vocab"
-    path.write_bytes(_vocab_file([(b"a", 0), (b"b", 1), (b"c", 1)]))
-    with pytest.raises(RuntimeError, match="rank 1"):
-        o200k._read_pieces(path)
-    path.write_bytes(_vocab_file([(b"a", 0), (b"b", 1), (b"c", 2)]))
-    assert o200k._read_pieces(path) == (b"a", b"b", b"c")
+    with pytest.raises(RuntimeError, match="2 distinct tokens"):
+        o200k._read_pieces(b"IQ== 0\nIg== 1\nIQ== 2\n")
+    assert o200k._read_pieces(b"IQ== 0\nIg== 1\nIw== 2\n") == (b"!", b'"', b"#")
 
 
-def test_missing_vocab_file_raises_naming_the_package(tmp_path):
-    with pytest.raises(RuntimeError, match="quicktok-v1"):
-        o200k._read_pieces(tmp_path / "absent.vocab")
-
-
-def test_vocab_is_found_without_importing_quicktok_tiktoken_or_tokenizers():
+def test_vocab_is_read_without_importing_tiktoken_or_tokenizers():
     code = (
         "import sys; from harmony_plugins import o200k; o200k.o200k_base_pieces(); "
         "o200k.tiktoken_file_bytes(); "
-        "print(sorted(m for m in ('quicktok', 'tiktoken', 'tokenizers') if m in sys.modules))"
+        "print(sorted(m for m in ('tiktoken', 'tokenizers') if m in sys.modules))"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = subprocess.run(
@@ -396,3 +404,10 @@ def test_transformers_loads_the_directory(tt, hf_dir):
         assert ids == tt_encode_like_hf(tt, text), text
         assert tok.decode(ids) == text
     assert tok.encode("hi", add_special_tokens=True) == tt.encode("hi")
+
+
+def test_the_demo_s_ids_are_its_text_as_openai_harmony_encodes_it(harmony):
+    from harmony_plugins.cli import DEMO_OUTPUTS
+
+    for _title, text, ids in DEMO_OUTPUTS:
+        assert harmony.encode(text, allowed_special="all") == ids, text

@@ -9,8 +9,8 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harmony_ext_testing.deltas import merge_deltas
 from harmony_plugins.markers import SPELLINGS
-from harmony_plugins.openai import merge_deltas
 from tests.harmony_gen import (
     COUNTED,
     harmony_output,

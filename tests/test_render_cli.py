@@ -101,12 +101,11 @@ def test_a_plain_install_renders_text_and_names_what_is_missing(tmp_path: Path) 
     assert (tools.returncode, tools.stdout) == (1, "")
     assert tools.stderr.strip().splitlines() == [
         "harmony-ext render: rendering tool definitions needs openai-harmony: pip install "
-        "oss-harmony==0.0.11 (vLLM and SGLang install it)"]
+        "'harmony-ext[render]' (vLLM and SGLang install it themselves)"]
     ids = cli(tmp_path, PLAIN, "--ids", plain=True)
     assert (ids.returncode, ids.stdout) == (1, "")
     assert ids.stderr.strip().splitlines() == [
-        "harmony-ext render: --ids needs an encoder: pip install 'harmony-ext[tokenizers]' "
-        "(tiktoken)"]
+        "harmony-ext render: --ids needs an encoder: pip install 'harmony-ext[tiktoken]'"]
 
 
 @pytest.mark.parametrize("request_, message", [

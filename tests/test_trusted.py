@@ -1,11 +1,11 @@
-"""harmony_adapters.trusted: unvalidated pydantic instances equal validated ones."""
+"""harmony_plugins.adapter_support.trusted: unvalidated pydantic instances equal validated ones."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from harmony_adapters import trusted
+from harmony_plugins.adapter_support import trusted
 
 calls = []
 

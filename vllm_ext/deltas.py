@@ -4,9 +4,9 @@ vLLM's ``DeltaMessage`` and ``DeltaToolCall`` derive from ``OpenAIBaseModel``, w
 wrap-mode model validator (a Python function that logs unknown *request* fields) runs on
 every construction: about 1.7 us per ``DeltaMessage``, more than our whole parse of a token,
 and one is built per decode step per request. So they are built unvalidated
-(:mod:`harmony_adapters.trusted`), after a check at import that doing so makes exactly what
-the validated constructors make; where it does not (another pydantic or vLLM), the validated
-constructors are used and a debug line says so.
+(:mod:`harmony_plugins.adapter_support.trusted`), after a check at import that doing so makes
+exactly what the validated constructors make; where it does not (another pydantic or vLLM), the
+validated constructors are used and a debug line says so.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from vllm.entrypoints.generate.base.protocol import (
     DeltaToolCall,
 )
 
-from harmony_adapters import trusted
 from harmony_plugins import Step
+from harmony_plugins.adapter_support import trusted
 
 logger = logging.getLogger("vllm.harmony_ext")
 
@@ -31,10 +31,6 @@ _BUILDERS = {cls: trusted.Builder(cls) for cls in (DeltaMessage, DeltaToolCall, 
 
 def _trusted(cls: Any, given: dict[str, Any]) -> Any:
     return _BUILDERS[cls](given)
-
-
-def _validated(cls: Any, given: dict[str, Any]) -> Any:
-    return cls(**given)
 
 
 def _pairs() -> list[tuple[Any, Any]]:
@@ -60,9 +56,6 @@ TRUSTED = trusted.agrees(_pairs)
 """Whether deltas are built without validation (False: this pydantic/vLLM differs)."""
 if not TRUSTED:
     logger.debug("harmony-ext: building vLLM deltas with validation (layout check failed)")
-
-build: Callable[[Any, dict[str, Any]], Any] = _trusted if TRUSTED else _validated
-"""``build(cls, fields)``: an instance of a delta model with exactly these fields set."""
 
 
 def _builder(cls: Any) -> Callable[[dict[str, Any]], Any]:

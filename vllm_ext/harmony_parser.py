@@ -28,8 +28,8 @@ from vllm.entrypoints.generate.base.protocol import DeltaMessage, FunctionCall
 from vllm.parser.harmony import ChunkResult, HarmonyParser, Segment
 from vllm.renderers.chat_utils import make_tool_call_id
 
-from harmony_adapters import metrics
 from harmony_plugins import Request, Step, Turn, Vocab
+from harmony_plugins.adapter_support import metrics
 from harmony_plugins.events import (
     ContentText,
     MessageBegin,

@@ -1,8 +1,8 @@
 """End-to-end cases for a real vLLM server: scripted gpt-oss outputs and their OpenAI view.
 
 Each :class:`Case` is one model output (Harmony text with the special tokens spelled
-literally; the scripted logits processor, ``vllm_ext/scripted.py``, makes the tiny model
-emit exactly its tokens), the request that carries it, and what an OpenAI client must get
+literally; the scripted logits processor, ``harmony_ext_testing/vllm_scripted.py``, makes the
+tiny model emit exactly its tokens), the request that carries it, and what an OpenAI client must get
 according to ``harmony-contract.md``. The expected values were written from the contract,
 not from a parser.
 

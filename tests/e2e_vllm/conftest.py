@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from harmony_ext_testing import LOADED_FROM
+
 ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("VENV_VLLM", ROOT / ".venv-vllm"))
 SERVER_SCRIPT = ROOT / "scripts" / "vllm_tiny_server.sh"
@@ -102,9 +104,29 @@ def tiny_vllm_server(
                     pytrace=False,
                 )
             time.sleep(1.0)
+        if FROM_WHEEL:
+            _check_loaded_from_wheel(log_path)
         yield base_url
     finally:
         _stop(proc)
+
+
+FROM_WHEEL = os.environ.get("HARMONY_EXT_FROM") == "wheel"
+"""The servers run harmony-ext from the wheel installed in VENV (scripts/test.sh's wheel tier)."""
+
+
+def _check_loaded_from_wheel(log_path: Path, venv: Path = VENV) -> None:
+    """Every server process that loaded the scripted processor says where harmony-ext's
+    packages came from (harmony_ext_testing/vllm_scripted.py): all must be VENV's own
+    site-packages, where the wheel is installed, never the checkout."""
+    sites = [str(p) + os.sep for p in venv.glob("lib/python3*/site-packages")]
+    lines = [line.split(LOADED_FROM, 1)[1].split() for line in
+             log_path.read_text(errors="replace").splitlines() if LOADED_FROM in line]
+    wrong = [paths for paths in lines if not all(p.startswith(tuple(sites)) for p in paths)]
+    if not lines or wrong or not sites:
+        pytest.fail(f"harmony-ext must run from the wheel in {sites}, but the server loaded "
+                    f"it from {wrong or 'nowhere it said'}; log:\n" + _log_tail(log_path),
+                    pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """The scripted tiny vLLM server behaves like a model that wrote the script.
 
-These pin the test bench itself (vllm_ext.scripted + scripts/vllm_tiny_server.sh) on
+These pin the test bench itself (harmony_ext_testing.vllm_scripted + scripts/vllm_tiny_server.sh) on
 the shared session server, which runs the script's default parsers (harmony-ext, see
 test_harmony_ext_server.py), so the adapter tests can trust it. The outputs here are
 well formed, so vLLM's built-in parsing (TOOL_PARSER=openai REASONING_PARSER=openai_gptoss)

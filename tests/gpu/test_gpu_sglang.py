@@ -5,9 +5,10 @@ PyPI, this package editable), builds the tiny gpt-oss model and runs this file, 
 ``python -m sglang.launch_server`` with ``--tool-call-parser harmony-ext --reasoning-parser
 harmony-ext --enable-custom-logit-processor`` on the GPU (once with one tokenizer process, once
 with ``--tokenizer-worker-num 2``), forces each case's output with SGLang's per-request custom
-logit processor (:mod:`sglang_ext.scripted`) and checks, streamed and not, what the ``openai``
-client gets against the contract (the cases of ``tests/sglang/sglang_cases.py``). Also checked:
-the detokenizer keeps ``<|call|>``, and a user's ``<|call|>`` reaches the prompt as text.
+logit processor (:mod:`harmony_ext_testing.sglang_scripted`) and checks, streamed and not,
+what the ``openai`` client gets against the contract (the cases of
+``tests/sglang/sglang_cases.py``). Also checked: the detokenizer keeps ``<|call|>``, and a
+user's ``<|call|>`` reaches the prompt as text.
 
 Without a CUDA GPU (no ``nvidia-smi``, ``torch.cuda.is_available()`` false, or no
 ``.venv-gpu-sglang``) every test is skipped, with the reason.
@@ -107,8 +108,11 @@ def server(request: pytest.FixtureRequest,
         *shlex.split(os.environ.get("GPU_SERVER_ARGS", "")),
     ]
     log = (work / f"{request.param}.log").open("w")
+    # The scripted processor (harmony_ext_testing, not installed) loads from the checkout.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-                               start_new_session=True)
+                               env=env, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + float(os.environ.get("SGLANG_START_TIMEOUT_S", "600"))
     try:
@@ -152,7 +156,7 @@ def script(case: Case, tokenizer: Any) -> tuple[list[int], int]:
 
 
 def forced(ids: list[int]) -> dict[str, Any]:
-    from sglang_ext.scripted import ScriptedLogitProcessor
+    from harmony_ext_testing.sglang_scripted import ScriptedLogitProcessor
 
     return {"custom_logit_processor": ScriptedLogitProcessor.to_str(),
             "custom_params": {"script_ids": ids}}

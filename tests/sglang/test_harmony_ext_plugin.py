@@ -278,7 +278,7 @@ def test_tokenizer_worker_imports_sglangs_app_with_harmony_ext_registered() -> N
     assert bare.stdout.split() == ["True", "False", "False"]
 
 
-# -- the GPU suite's output forcing (sglang_ext.scripted), checked on the CPU --------------------
+# -- the GPU suite's output forcing (harmony_ext_testing.sglang_scripted), checked on the CPU --
 
 
 def test_scripted_logit_processor_forces_the_script() -> None:
@@ -286,11 +286,11 @@ def test_scripted_logit_processor_forces_the_script() -> None:
     import torch
     from sglang.srt.sampling.custom_logit_processor import CustomLogitProcessor
 
-    from sglang_ext.scripted import RETURN_ID, ScriptedLogitProcessor
+    from harmony_ext_testing.sglang_scripted import RETURN_ID, ScriptedLogitProcessor
 
-    # SGLang ships the class by reference (the server imports sglang_ext.scripted).
+    # SGLang ships the class by reference (the server imports it from the checkout).
     payload = dill.dumps(ScriptedLogitProcessor)
-    assert b"sglang_ext.scripted" in payload and len(payload) < 200
+    assert b"harmony_ext_testing.sglang_scripted" in payload and len(payload) < 200
     processor = CustomLogitProcessor.from_str(ScriptedLogitProcessor.to_str())
     assert isinstance(processor, ScriptedLogitProcessor)
 

@@ -18,7 +18,7 @@ from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionReque
 from vllm.parser.harmony import HarmonyParser  # noqa: E402
 from vllm.parser.parser_manager import ParserManager  # noqa: E402
 
-from harmony_plugins.o200k import write_hf_tokenizer  # noqa: E402
+from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer  # noqa: E402
 from vllm_ext import plugin  # noqa: E402
 from vllm_ext.harmony_parser import HarmonyExtParser  # noqa: E402
 
@@ -325,7 +325,7 @@ def test_deltas_are_built_unvalidated_here_and_equal_validated_ones(parser_cls, 
 
 
 def test_deltas_fall_back_to_validation_when_the_layout_differs(monkeypatch):
-    from harmony_adapters import trusted
+    from harmony_plugins.adapter_support import trusted
     from vllm_ext import deltas
 
     monkeypatch.setattr(trusted, "SLOTS", None)  # as if pydantic's slots were not found
@@ -351,7 +351,7 @@ def call(name: str, arguments: str) -> str:
 ])
 def test_the_request_s_full_tools_reach_the_checks(parser_cls, tokenizer, monkeypatch, text,
                                                    outcomes):
-    from harmony_adapters import metrics
+    from harmony_plugins.adapter_support import metrics
 
     seen = []
     monkeypatch.setattr(metrics, "observe", seen.append)

@@ -9,8 +9,9 @@ per-request custom logit processor. SGLang accepts one only when the server runs
 
 At step ``i`` every logit but that of ``script_ids[i]`` is ``-inf``; after the script,
 ``<|return|>`` (a stop token of gpt-oss) ends the request. Requests without a script are not
-touched. It lives in the package, not in the test, because SGLang serialises the class with
-``dill`` by reference: the server must be able to import it.
+touched. It lives in an importable module, not in the test, because SGLang serialises the
+class with ``dill`` by reference: the server must be able to import it (the checkout's
+``harmony_ext_testing`` on its path; it is not part of the wheel).
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 A tiny random-weight model emits noise, so the e2e tests drive it with this v1
 logits processor. It is loaded only when named on the command line::
 
-    --logits-processors vllm_ext.scripted:ScriptedOutputProcessor
+    --logits-processors harmony_ext_testing.vllm_scripted:ScriptedOutputProcessor
 
-and is deliberately NOT registered under the ``vllm.logits_processors`` entry-point
-group, which vLLM loads into every server of every installation.
+It is not part of the wheel (``harmony_ext_testing`` is not installed): the test servers
+find it on their path (scripts/vllm_tiny_server.sh), and no installation loads it unasked.
 
 A request opts in through ``vllm_xargs`` (vLLM's ``SamplingParams.extra_args``):
 
@@ -34,10 +34,8 @@ A malformed script is rejected before it reaches the engine, by ``validate_param
 (run per request in the API server), which vLLM turns into HTTP 400. Requests
 without a script get no per-request state and are never touched.
 
-With ``HARMONY_EXT_PARSE_METER`` set, importing this module also installs
-:mod:`vllm_ext.parse_meter` (the benchmark's measure of parsing's CPU); with
-``HARMONY_EXT_CPU_PROFILE`` set, the first request validated arms :mod:`vllm_ext.cpu_profile`
-in the API server.
+Every process that loads it logs once where harmony-ext's packages were imported from, so
+a test can check that a server runs the installed wheel and not the checkout.
 """
 
 from __future__ import annotations
@@ -45,7 +43,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -54,7 +51,9 @@ import torch
 from vllm.exceptions import VLLMValidationError
 from vllm.v1.sample.logits_processor import AdapterLogitsProcessor
 
-from . import cpu_profile, parse_meter
+import harmony_plugins
+import vllm_ext
+from harmony_ext_testing import LOADED_FROM
 
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
@@ -62,12 +61,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SCRIPT_IDS_KEY", "SCRIPT_TEXT_KEY", "Script", "ScriptedOutputProcessor", "read_script"]
 
-logger = logging.getLogger(__name__)
-
-if os.environ.get(parse_meter.ENV):  # a benchmark asks what parsing costs this server
-    parse_meter.install(os.environ[parse_meter.ENV],
-                        int(os.environ.get(parse_meter.EVERY_ENV) or 16))
-_CPU_PROFILE = os.environ.get(cpu_profile.ENV, "")  # ... and where its CPU goes
+logger = logging.getLogger("vllm.harmony_ext_testing")  # vLLM's handler prints it
+logger.info("%s %s %s", LOADED_FROM, vllm_ext.__file__, harmony_plugins.__file__)
 
 SCRIPT_TEXT_KEY = "script_text"
 SCRIPT_IDS_KEY = "script_ids"
@@ -160,8 +155,6 @@ class ScriptedOutputProcessor(AdapterLogitsProcessor):
     @classmethod
     def validate_params(cls, sampling_params: SamplingParams) -> None:
         """Reject malformed scripts at admission (API server process) with HTTP 400."""
-        if _CPU_PROFILE and not cpu_profile.tried():  # the API server: arm it here
-            cpu_profile.install(_CPU_PROFILE)
         read_script(sampling_params.extra_args)
 
     def __init__(self, vllm_config: VllmConfig, device: torch.device, is_pin_memory: bool):

@@ -35,9 +35,28 @@ def _slots() -> tuple[Callable[[Any, Any], None], ...] | None:
         return None
 
 
-SLOTS = _slots()
-"""``(set_dict, set_fields_set, set_extra, set_private)`` setters, or None (not pydantic v2)."""
-_set_dict, _set_fields, _set_extra, _set_private = SLOTS or (None,) * 4
+_Setter = Callable[[Any, Any], None]
+_set_dict: _Setter
+_set_fields: _Setter
+_set_extra: _Setter
+_set_private: _Setter
+
+
+def _load() -> tuple[_Setter, ...] | None:
+    """:data:`SLOTS`, looked up (importing pydantic) on first use, not at import."""
+    global SLOTS, _set_dict, _set_fields, _set_extra, _set_private
+    if "SLOTS" not in globals():
+        SLOTS = _slots()
+        _set_dict, _set_fields, _set_extra, _set_private = SLOTS or (None,) * 4
+    return globals()["SLOTS"]
+
+
+def __getattr__(name: str) -> Any:
+    """``SLOTS``: ``(set_dict, set_fields_set, set_extra, set_private)`` setters, or None
+    (pydantic missing or not v2); computed on first access."""
+    if name == "SLOTS":
+        return _load()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _IMMUTABLE = (type(None), str, int, float, bool, bytes, tuple, frozenset)
@@ -56,6 +75,7 @@ class Builder:
     __slots__ = ("cls", "defaults", "factories", "extra", "required", "build")
 
     def __init__(self, cls: Any) -> None:
+        _load()
         self.cls = cls
         self.defaults: dict[str, Any] = {}
         factories: list[tuple[str, Callable[[], Any]]] = []
@@ -134,18 +154,18 @@ def agrees(pairs: Callable[[], list[tuple[Any, Any]]]) -> bool:
 
     False where the layout is unknown or building a sample fails: use validation then.
     """
-    if SLOTS is None:
+    if _load() is None:
         return False
     try:
         built = pairs()
-    except Exception:  # noqa: BLE001 - a layout we do not know: validate
+    except Exception:  # a layout we do not know: validate
         return False
     return same(built)
 
 
 def same(pairs: list[tuple[Any, Any]]) -> bool:
     """Whether each (built, validated) pair is the same object as far as anyone can tell."""
-    if SLOTS is None:
+    if _load() is None:
         return False
     try:
         for fast, slow in pairs:
@@ -156,6 +176,6 @@ def same(pairs: list[tuple[Any, Any]]) -> bool:
                     or fast.model_dump_json(exclude_unset=True)
                     != slow.model_dump_json(exclude_unset=True)):
                 return False
-    except Exception:  # noqa: BLE001 - any surprise means: do not trust the layout
+    except Exception:  # any surprise means: do not trust the layout
         return False
     return True

@@ -1,0 +1,11 @@
+"""Instruments for harmony-ext's tests and demos; not part of the wheel.
+
+Scripted-output processors for real vLLM and SGLang servers (random-weight models emit
+noise), the offline Hugging Face tokenizer of the tiny test models, and the client-side
+merge of streamed deltas. Servers in tests import it from the checkout, which must be on
+their path (scripts/vllm_tiny_server.sh arranges it); production installs never load it.
+"""
+
+LOADED_FROM = "harmony-ext loaded from"
+"""What vllm_scripted logs in each server process it loads in, then ``vllm_ext`` and
+``harmony_plugins``' ``__file__``: tests check that a server runs the installed wheel."""
