@@ -46,8 +46,8 @@ class MessageEnd:
     """The message begun by the last :class:`MessageBegin` is complete.
 
     ``by`` says what ended it: ``"end"``, ``"call"``, ``"return"``, ``"end_of_text"``
-    (its marker), ``"new_header"`` (a header began without ``<|end|>``), ``"forged_turn"``
-    or ``"end_of_stream"`` (the stream ended inside the body: it may be cut off).
+    (its marker), ``"new_header"`` (a header began without ``<|end|>``) or
+    ``"end_of_stream"`` (the stream ended inside the body: it may be cut off).
     """
 
     by: str

@@ -36,7 +36,7 @@ from harmony_plugins import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from contract_cases import CALL_W, CASES, MALFORMED, PARIS, Case, W  # noqa: E402
+from contract_cases import CALL_W, CASES, MALFORMED, PARIS, Case, W
 
 # Any special-token spelling of o200k_harmony (named or reserved).
 LEAK = re.compile(

@@ -20,7 +20,7 @@ from harmony_plugins import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from contract_cases import CALL_W, CASES, PARIS, W  # noqa: E402
+from contract_cases import CALL_W, CASES, PARIS, W
 
 _ENC = None
 

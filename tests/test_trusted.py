@@ -79,8 +79,8 @@ def test_agrees_builds_the_samples_and_says_no_on_any_error():
 
 
 class Mutable(BaseModel):
-    calls: list = []  # noqa: RUF012 - the case under test: a mutable default, not a factory
-    meta: dict = {}  # noqa: RUF012
+    calls: list = []
+    meta: dict = {}
 
 
 def test_mutable_defaults_are_not_shared_between_instances():
