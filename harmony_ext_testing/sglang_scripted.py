@@ -20,7 +20,9 @@ from typing import Any
 
 from sglang.srt.sampling.custom_logit_processor import CustomLogitProcessor
 
-RETURN_ID = 200002
+from harmony_plugins.o200k import O200K_HARMONY_SPECIALS
+
+RETURN_ID = O200K_HARMONY_SPECIALS["<|return|>"]
 
 
 class ScriptedLogitProcessor(CustomLogitProcessor):

@@ -54,6 +54,7 @@ from vllm.v1.sample.logits_processor import AdapterLogitsProcessor
 import harmony_plugins
 import vllm_ext
 from harmony_ext_testing import LOADED_FROM
+from harmony_plugins.o200k import O200K_HARMONY_SPECIALS, O200K_HARMONY_VOCAB_SIZE
 
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
@@ -68,8 +69,8 @@ SCRIPT_TEXT_KEY = "script_text"
 SCRIPT_IDS_KEY = "script_ids"
 
 # o200k_harmony: the model vocabulary of gpt-oss (and of our tiny test models).
-HARMONY_VOCAB_SIZE = 201_088
-RETURN_ID = 200_002  # <|return|>: what a real model emits to close a final answer
+HARMONY_VOCAB_SIZE = O200K_HARMONY_VOCAB_SIZE
+RETURN_ID = O200K_HARMONY_SPECIALS["<|return|>"]  # what a model emits to close a final answer
 
 
 @dataclass(frozen=True)

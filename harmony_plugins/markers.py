@@ -50,7 +50,10 @@ def may_hold_markers(text: str) -> bool:
 REQUIRED = ("<|start|>", "<|end|>", "<|message|>", "<|channel|>", "<|return|>", "<|call|>")
 """Spellings without which a tokenizer cannot be a Harmony one."""
 
-RESERVED_IDS = range(200000, 201088)
+VOCAB_SIZE = 201_088
+"""Token ids of o200k_harmony, gpt-oss's vocabulary (its embedding rows): 0..201087."""
+
+RESERVED_IDS = range(200000, VOCAB_SIZE)
 
 
 def _spellings() -> dict[str, int]:

@@ -33,6 +33,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import markers
+
 if TYPE_CHECKING:
     import tiktoken
 
@@ -53,7 +55,7 @@ __all__ = [
 #: Number of ordinary (mergeable) tokens: ranks 0..199997.
 O200K_BASE_SIZE = 199_998
 #: Rows of gpt-oss's embedding matrix: ordinary tokens plus specials, ids 0..201087.
-O200K_HARMONY_VOCAB_SIZE = 201_088
+O200K_HARMONY_VOCAB_SIZE = markers.VOCAB_SIZE
 #: sha256 of the official ``o200k_base.tiktoken`` (the hash tiktoken and openai-harmony check).
 O200K_BASE_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 #: File name tiktoken looks for in ``$TIKTOKEN_CACHE_DIR`` (sha1 of the download URL); put

@@ -20,7 +20,7 @@ from typing import Any
 
 from . import markers as mk
 
-HARMONY_VOCAB_SIZE = 201088
+HARMONY_VOCAB_SIZE = mk.VOCAB_SIZE
 """gpt-oss's embedding size: ids up to here exist even where a tokenizer lists fewer."""
 
 
