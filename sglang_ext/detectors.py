@@ -46,6 +46,7 @@ from sglang.srt.parser.reasoning_parser import (
 from harmony_plugins import Request, Step, Turn
 from harmony_plugins import markers as mk
 from harmony_plugins.adapter_support import metrics
+from harmony_plugins.adapter_support.once import Once
 from harmony_plugins.tools import chat_request_tools
 from harmony_plugins.turn import pass_undeclared
 
@@ -74,7 +75,7 @@ def new_turn(tools: Iterable[Any] | None, tool_choice: Any = None, *,
     return Turn(request, observer=_observe if metrics_enabled() else None, log=logger)
 
 
-_warned: set[str] = set()
+once = Once(logger)
 
 
 def announce() -> None:
@@ -82,17 +83,12 @@ def announce() -> None:
 
     ``register`` runs before SGLang configures logging, so its own line is often not shown.
     """
-    if "announce" in _warned:
-        return
-    _warned.add("announce")
-    logger.info("harmony-ext parsers in use: %s",
-                "; ".join(f"{k}: {v}" for k, v in status.items()) or "not registered")
+    once("announce", logging.INFO, "harmony-ext parsers in use: %s",
+         "; ".join(f"{k}: {v}" for k, v in status.items()) or "not registered")
 
 
 def warn_once(key: str, message: str, *args: Any) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        logger.warning(message, *args)
+    once(key, logging.WARNING, message, *args)
 
 
 class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):

@@ -22,6 +22,7 @@ from typing import Any
 
 from harmony_plugins import conversation
 from harmony_plugins import render as harmony_render
+from harmony_plugins.adapter_support.once import Once
 from harmony_plugins.turn import switch
 
 from .names import NAME
@@ -38,13 +39,11 @@ KNOWN_TEMPLATE_KWARGS = frozenset({"reasoning_effort", "model_identity", "thinki
 
 Unsupported = conversation.NotRenderable
 loaded_encoding = harmony_render.loaded_encoding
-_logged: set[str] = set()
+once = Once(logger)
 
 
 def _once(key: str, message: str, *args: Any) -> None:
-    if key not in _logged:
-        _logged.add(key)
-        logger.info(message, *args)
+    once(key, logging.INFO, message, *args)
 
 
 def active(serving: Any) -> bool:

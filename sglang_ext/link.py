@@ -18,6 +18,7 @@ import logging
 from typing import Any
 
 from harmony_plugins import Step, Turn
+from harmony_plugins.adapter_support.once import Once
 
 logger = logging.getLogger("sglang_ext")
 
@@ -29,7 +30,7 @@ _publish = CURRENT.set
 
 LOST: dict[str, int] = {"missing": 0, "changed": 0}
 """Tool-detector calls that found no link, or a text other than the one handed over."""
-_said: set[str] = set()
+_once = Once(logger)
 
 
 class Link:
@@ -107,6 +108,4 @@ class Link:
 def lost(kind: str, message: str, *args: Any) -> None:
     """Count a broken link and say so once per process and kind."""
     LOST[kind] += 1
-    if kind not in _said:
-        _said.add(kind)
-        logger.error("harmony-ext: " + message, *args)
+    _once(kind, logging.ERROR, "harmony-ext: " + message, *args)

@@ -41,6 +41,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from harmony_plugins.adapter_support import hooks
+from harmony_plugins.adapter_support.versions import release
+
 from .names import NAME, selected_parser, status
 
 MIN_VERSION = (0, 5, 22)
@@ -61,7 +64,6 @@ RUST_SERVER_ENV = "SGLANG_RUST_SERVER"
 
 logger = logging.getLogger("sglang_ext")
 
-_HOOK_MARK = "_harmony_ext_hook"
 _registered = False
 
 
@@ -74,22 +76,6 @@ def sglang_version() -> str:
         import sglang
 
         return getattr(sglang, "__version__", "unknown")
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    parts = []
-    for part in version.split("."):
-        digits = ""
-        for ch in part:
-            if not ch.isdigit():
-                break
-            digits += ch
-        if not digits:
-            break
-        parts.append(int(digits))
-        if digits != part:
-            break
-    return tuple(parts)
 
 
 def check_sglang() -> str | None:
@@ -136,7 +122,7 @@ def register() -> None:
                      ".".join(map(str, MIN_VERSION)))
         return
     _registered = True
-    if version_tuple(version) < MIN_VERSION:
+    if release(version) < MIN_VERSION:
         logger.warning("harmony-ext: SGLang %s is older than %s, which was never tested; its "
                        "hook points exist, so harmony-ext is enabled anyway.", version,
                        ".".join(map(str, MIN_VERSION)))
@@ -331,24 +317,22 @@ def install_hooks() -> dict[str, str]:
 def _patch(target: str, hook: Callable[..., Any], kind: str) -> None:
     """Wrap ``target`` in place (SGLang without HookRegistry); once per process."""
     owner_path, attr = target.rsplit(".", 1)
-    owner = pkgutil.resolve_name(owner_path)
-    original = getattr(owner, attr)
-    if getattr(original, _HOOK_MARK, False):
-        return
 
-    if kind == "AFTER":
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+        if kind == "AFTER":
+            @functools.wraps(original)
+            def after(*args: Any, **kwargs: Any) -> Any:
+                result = original(*args, **kwargs)
+                hook(result, *args, **kwargs)
+                return result
+            return after
+
         @functools.wraps(original)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            hook(result, *args, **kwargs)
-            return result
-    else:
-        @functools.wraps(original)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def around(*args: Any, **kwargs: Any) -> Any:
             return hook(original, *args, **kwargs)
+        return around
 
-    setattr(wrapper, _HOOK_MARK, True)
-    setattr(owner, attr, wrapper)
+    hooks.wrap_once(pkgutil.resolve_name(owner_path), attr, wrap)
 
 
 def point_workers_at_our_app() -> str:

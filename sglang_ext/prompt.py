@@ -23,6 +23,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
+from harmony_plugins.adapter_support.once import Once
 from harmony_plugins.conversation import MARKER
 from harmony_plugins.escaping import Escaper
 
@@ -31,7 +32,7 @@ from .names import NAME
 logger = logging.getLogger("sglang_ext")
 
 _guards: dict[int, tuple[Any, PromptGuard | None]] = {}
-_logged: set[str] = set()
+once = Once(logger)
 
 
 class PromptGuard(Escaper):
@@ -76,9 +77,7 @@ def guard_for(tokenizer: Any) -> PromptGuard | None:
 
 
 def _once(key: str, message: str, *args: Any) -> None:
-    if key not in _logged:
-        _logged.add(key)
-        logger.info(message, *args)
+    once(key, logging.INFO, message, *args)
 
 
 def render_and_encode(original: Callable[..., Any], self: Any, *args: Any,

@@ -18,8 +18,11 @@ import inspect
 import logging
 import os
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any, NoReturn
+
+from harmony_plugins.adapter_support import hooks
+from harmony_plugins.adapter_support.versions import release
 
 NAME = "harmony-ext"
 SUPPORTED = ((0, 32), (0, 33))
@@ -27,7 +30,6 @@ SUPPORTED = ((0, 32), (0, 33))
 
 logger = logging.getLogger("vllm.harmony_ext")
 
-_HOOK_MARK = "_harmony_ext_hook"
 
 
 def register() -> None:
@@ -43,7 +45,7 @@ def register() -> None:
                      "registered; supported: vLLM %s.", version, problem, NAME,
                      ", ".join(f"{a}.{b}" for a, b in SUPPORTED))
         return
-    if _minor(version) not in SUPPORTED:
+    if release(version)[:2] not in SUPPORTED:
         logger.warning("harmony-ext: vLLM %s is outside the checked range (%s); the hook "
                        "points exist, so it is enabled anyway.", version,
                        ", ".join(f"{a}.{b}" for a, b in SUPPORTED))
@@ -100,14 +102,6 @@ def selected_on(argv: list[str]) -> bool:
     return False
 
 
-def _minor(version: str) -> tuple[int, int] | None:
-    try:
-        major, minor = version.split(".")[:2]
-        return int(major), int(minor)
-    except ValueError:
-        return None
-
-
 def check_vllm() -> str | None:
     """What is missing from this vLLM for the adapter to work, or None."""
     try:
@@ -150,28 +144,26 @@ def install_hook() -> bool:
     """
     from vllm.parser.parser_manager import ParserManager
 
-    original = ParserManager.__dict__["_compose_parser"]
-    func = original.__func__ if isinstance(original, classmethod) else original
-    if getattr(func, _HOOK_MARK, False):
-        return True
-    signature = inspect.signature(func)
+    def wrap(func: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(func)
 
-    @functools.wraps(func)
-    def _compose_parser(cls: type, *args: Any, **kwargs: Any) -> Any:
-        try:
-            bound = signature.bind(cls, *args, **kwargs).arguments
-        except TypeError:  # not a call vLLM makes: let vLLM answer it
-            return func(cls, *args, **kwargs)
-        names = (bound.get("tool_parser_name"), bound.get("reasoning_parser_name"))
-        if NAME not in names:
-            return func(cls, *args, **kwargs)
-        try:
-            return compose(func, cls, args, kwargs, tool_selected=names[0] == NAME)
-        except Exception as e:
-            fail(f"building the parser failed: {type(e).__name__}: {e}")
+        @functools.wraps(func)
+        def _compose_parser(cls: type, *args: Any, **kwargs: Any) -> Any:
+            try:
+                bound = signature.bind(cls, *args, **kwargs).arguments
+            except TypeError:  # not a call vLLM makes: let vLLM answer it
+                return func(cls, *args, **kwargs)
+            names = (bound.get("tool_parser_name"), bound.get("reasoning_parser_name"))
+            if NAME not in names:
+                return func(cls, *args, **kwargs)
+            try:
+                return compose(func, cls, args, kwargs, tool_selected=names[0] == NAME)
+            except Exception as e:
+                fail(f"building the parser failed: {type(e).__name__}: {e}")
 
-    setattr(_compose_parser, _HOOK_MARK, True)
-    ParserManager._compose_parser = classmethod(_compose_parser)  # type: ignore[method-assign]
+        return _compose_parser
+
+    hooks.wrap_once(ParserManager, "_compose_parser", wrap)
     return True
 
 

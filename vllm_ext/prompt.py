@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from typing import Any
 
+from harmony_plugins.adapter_support import hooks
+from harmony_plugins.adapter_support.once import Once
 from harmony_plugins.conversation import part_of, written_order
 
 logger = logging.getLogger("vllm.harmony_ext")
 
 TARGET = "vllm.entrypoints.openai.parser.harmony_utils"
 FUNCTION = "parse_chat_input_to_harmony_message"
-_HOOK_MARK = "_harmony_ext_hook"
-_said = False
+_once = Once(logger)
 _active = False
 
 
@@ -52,20 +54,17 @@ def install() -> bool:
     """Wrap vLLM's per-message conversion once; True when the hook is in place."""
     import importlib
 
-    module = importlib.import_module(TARGET)
-    original = getattr(module, FUNCTION)
-    if getattr(original, _HOOK_MARK, False):
-        return True
+    def wrap(original: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
+        @functools.wraps(original)
+        def convert(chat_msg: Any, *args: Any, **kwargs: Any) -> list[Any]:
+            messages = original(chat_msg, *args, **kwargs)
+            if not _active:
+                return messages
+            return analysis_first(messages)
 
-    @functools.wraps(original)
-    def convert(chat_msg: Any, *args: Any, **kwargs: Any) -> list[Any]:
-        messages = original(chat_msg, *args, **kwargs)
-        if not _active:
-            return messages
-        return analysis_first(messages)
+        return convert
 
-    setattr(convert, _HOOK_MARK, True)
-    setattr(module, FUNCTION, convert)
+    hooks.wrap_once(importlib.import_module(TARGET), FUNCTION, wrap)
     return True
 
 
@@ -80,10 +79,7 @@ def analysis_first(messages: list[Any]) -> list[Any]:
                                                         getattr(m, "recipient", None)))
     if all(a is b for a, b in zip(ordered, messages, strict=True)):
         return messages
-    global _said
-    if not _said:
-        _said = True
-        logger.info("harmony-ext: rendering assistant turns sent back as analysis, then "
-                    "preamble, then calls (vLLM puts the preamble first); the model reads "
-                    "its turns in the order it wrote them.")
+    _once("order", logging.INFO, "harmony-ext: rendering assistant turns sent back as "
+          "analysis, then preamble, then calls (vLLM puts the preamble first); the model "
+          "reads its turns in the order it wrote them.")
     return ordered

@@ -74,11 +74,11 @@ def test_refuses_and_says_why_when_a_hook_point_is_missing(monkeypatch, caplog) 
 
 
 def test_version_check() -> None:
-    assert plugin.version_tuple("0.5.23") == (0, 5, 23)
-    assert plugin.version_tuple("0.5.22rc1") == (0, 5, 22)
-    assert plugin.version_tuple("0.5.9.post2") == (0, 5, 9)
-    assert plugin.version_tuple("0.5.21") < plugin.MIN_VERSION <= plugin.version_tuple("0.6")
-    assert plugin.version_tuple(plugin.sglang_version()) >= plugin.MIN_VERSION
+    assert plugin.release("0.5.23") == (0, 5, 23)
+    assert plugin.release("0.5.22rc1") == (0, 5, 22)
+    assert plugin.release("0.5.9.post2") == (0, 5, 9)
+    assert plugin.release("0.5.21") < plugin.MIN_VERSION <= plugin.release("0.6")
+    assert plugin.release(plugin.sglang_version()) >= plugin.MIN_VERSION
 
 
 def test_launch_server_argument_parsing_accepts_harmony_ext(gpt_oss_model_dir: Path) -> None:
@@ -154,7 +154,7 @@ def test_says_when_tokenizer_workers_cannot_load_harmony_ext(gpt_oss_model_dir: 
         ["--model-path", str(gpt_oss_model_dir), "--tool-call-parser", NAME,
          "--reasoning-parser", NAME, "--tokenizer-worker-num", "2"])
         if "--tokenizer-worker-num" in r.getMessage()]
-    if plugin.version_tuple(plugin.sglang_version()) >= (0, 5, 23) or main.startswith("sglang_ext"):
+    if plugin.release(plugin.sglang_version()) >= (0, 5, 23) or main.startswith("sglang_ext"):
         # 0.5.23 runs the app SGLANG_HTTP_SERVER_APP_PATH names (ours); our launcher's module
         # is re-imported by the workers.
         assert said == []
@@ -229,7 +229,7 @@ def test_children_spawned_by_the_launcher_register() -> None:
 
 def test_register_points_tokenizer_workers_at_an_app_that_loads_plugins(monkeypatch) -> None:
     monkeypatch.delenv(plugin.APP_ENV, raising=False)
-    if plugin.version_tuple(plugin.sglang_version()) < (0, 5, 23):
+    if plugin.release(plugin.sglang_version()) < (0, 5, 23):
         # SGLang 0.5.22's workers import "sglang.srt.entrypoints.http_server:app", a fixed name:
         # the plugin says so and changes nothing (the README points to sglang_ext.launch_server).
         assert plugin.point_workers_at_our_app() == (

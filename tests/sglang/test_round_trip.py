@@ -310,7 +310,7 @@ def test_says_once_that_it_renders_the_prompt(sglang_chat: Any,
                                               caplog: pytest.LogCaptureFixture) -> None:
     from sglang_ext import history as module
 
-    module._logged.discard("active")
+    module.once.forget("active")
     with caplog.at_level("INFO", logger="sglang_ext"):
         for _ in range(2):
             prompt_ids(sglang_chat, [{"role": "user", "content": USER}], [WEATHER])
@@ -341,7 +341,7 @@ def test_continue_final_message_falls_back_to_sglang(sglang_chat: Any, encoding:
                 {"role": "assistant", "content": "It is"}]
     from sglang_ext import history
 
-    history._logged.discard("fallback:continue_final_message is set")
+    history.once.forget("fallback:continue_final_message is set")
     with caplog.at_level("INFO", logger="sglang_ext"):
         got = prompt_ids(sglang_chat, messages, [WEATHER], continue_final_message=True)
         prompt_ids(sglang_chat, messages, [WEATHER], continue_final_message=True)

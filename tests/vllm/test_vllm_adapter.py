@@ -351,10 +351,10 @@ def call(name: str, arguments: str) -> str:
 ])
 def test_the_request_s_full_tools_reach_the_checks(parser_cls, tokenizer, monkeypatch, text,
                                                    outcomes):
-    from harmony_plugins.adapter_support import metrics
+    from vllm_ext import harmony_parser
 
     seen = []
-    monkeypatch.setattr(metrics, "observe", seen.append)
+    monkeypatch.setattr(harmony_parser, "_observe", seen.append)
     req = ChatCompletionRequest(model="tiny", messages=[{"role": "user", "content": "hi"}],
                                 tools=SCHEMA_TOOLS)
     parser_cls(tokenizer, req.tools).parse("", req, True, tokenizer.encode(text))
