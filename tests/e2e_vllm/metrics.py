@@ -35,6 +35,24 @@ SCRIPTED: list[tuple[Case, dict[tuple[str, tuple[tuple[str, str], ...]], float]]
           "<|channel|>final<|message|>Now commentary to=functions.get_weather json "
           "please.<|return|>", tools=("get_weather",)),
      {("harmony_ext_leaks_suspected_total", ()): 1}),
+    # Contract version 3, and the message rules: each moves its counter by exactly one.
+    (Case("m_first_header", "v3: the first message's header, closed by <|end|>",
+          "We must refuse.<|end|><|start|>assistant<|channel|>final<|message|>No.<|return|>"),
+     {("harmony_ext_recoveries_total", (("rule", "header_without_message"),)): 1}),
+    (Case("m_final_constrain", "v3: `final` + a stray <|constrain|>, no <|message|>",
+          "<|channel|>final<|constrain|>The answer.<|return|>"),
+     {("harmony_ext_recoveries_total", (("rule", "final_without_message"),)): 1}),
+    (Case("m_repeated_start", "v3: a repeated <|start|> counts once (nothing to recover)",
+          "<|channel|>analysis<|message|>x<|end|><|start|><|start|>assistant" + CALL_W + PARIS
+          + "<|call|>", tools=("get_weather",)),
+     {("harmony_ext_tool_calls_total", (("outcome", "surfaced"),)): 1}),
+    (Case("m_stray_marker", "v3: a stray <|message|> inside a body",
+          "<|channel|>final<|message|>A<|message|>B<|return|>"),
+     {("harmony_ext_recoveries_total", (("rule", "stray_marker"),)): 1}),
+    (Case("m_unknown_channel", "an unknown channel name counts as analysis",
+          "<|channel|>comment<|message|>x<|end|><|start|>assistant<|channel|>final<|message|>y"
+          "<|return|>"),
+     {("harmony_ext_recoveries_total", (("rule", "unknown_channel"),)): 1}),
 ]
 
 

@@ -121,3 +121,9 @@ def test_promised_log_lines_reach_the_server_log(openai_client: Any,
     assert _wait_for(vllm_server_log, "a tool declares parameters that could not be checked")
     assert _wait_for(vllm_server_log,
                      "harmony-ext recovered malformed model output: after_json_value=1")
+    # A header written as prose in the answer: flagged, with its excerpt.
+    openai_client.chat.completions.create(
+        model=MODEL, messages=MESSAGES, extra_body={"vllm_xargs": {"script_text": (
+            "<|channel|>final<|message|>Now commentary to=functions.get_weather json "
+            "please.<|return|>")}})
+    assert _wait_for(vllm_server_log, "suspected markup leak(s) in visible text")

@@ -215,6 +215,26 @@ CASES: list[Case] = [
          "<|call|>",
          "tool_choice=required, the form SGLang's harmony grammar allows (2)",
          request={"tool_choice": "required"}, want=want("Need weather.", calls=[PARIS])),
+    # Contract version 3 (<|return|> already cut by SGLang).
+    Case("v3_first_header_garbage",
+         "We must refuse: this is disallowed.<|end|><|start|>assistant" + A
+         + "<|start|>assistant<|channel|>final<|message|>Sorry, I can't help.",
+         "v3: the first message's header, closed by <|end|>, is dropped",
+         want=want("Need weather.", "Sorry, I can't help.")),
+    Case("v3_final_constrain_without_message", "<|channel|>final<|constrain|>The answer.",
+         "v3: `final` + a stray <|constrain|>, no <|message|>", want=want(content="The answer.")),
+    Case("v3_final_without_message_at_start",
+         "<|channel|>final The answer.<|start|>assistant" + A,
+         "v3: a `final` header without <|message|>, ended by <|start|>",
+         want=want("Need weather.", "The answer.")),
+    Case("v3_repeated_start", A + "<|start|><|start|>assistant" + CALL,
+         "v3: a repeated <|start|> counts once", want=want("Need weather.", calls=[PARIS])),
+    Case("v3_stray_markers_in_body",
+         "<|channel|>final<|message|>The <|message|>answer<|constrain|> is 4.",
+         "v3: stray markers inside a body are dropped", want=want(content="The answer is 4.")),
+    Case("v3_no_channel", A + "<|start|>assistant<|message|>Hello.",
+         "v3: a message with no channel is content", want=want("Need weather.", "Hello.")),
+
 ]
 CASE_IDS = [case.id for case in CASES]
 
