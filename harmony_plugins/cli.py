@@ -264,9 +264,7 @@ def run_render(request: dict[str, Any], today: datetime.date | None, ids: bool) 
     """Raises NotRenderable (the request) or MissingExtra (openai-harmony, an encoder)."""
     from . import conversation, render
 
-    harmony = conversation.conversation(
-        request["messages"], request.get("tools"), request.get("tool_choice"),
-        request.get("reasoning_effort"), today=today)
+    harmony = conversation.from_request(request, today=today)
     if not ids:
         print(render.prompt_text(harmony))
         return

@@ -345,6 +345,36 @@ def conversation(messages: Sequence[Any], tools: Iterable[Any] | None = None,
     return out + drop_analysis(body)
 
 
+TEMPLATE_KWARGS = frozenset({"reasoning_effort", "model_identity", "thinking",
+                             "enable_thinking"})
+"""``chat_template_kwargs`` the rendering honours (the first two) or may ignore (the thinking
+switches engines add when a reasoning effort is given; gpt-oss has no such switch)."""
+
+
+def from_request(request: Any, tools: Iterable[Any] | None = None, *,
+                 today: datetime.date | None = None) -> list[Message]:
+    """The Harmony messages of a chat completions request, a dict or an engine's object.
+
+    ``tools``: the request's tools as the engine selected them (default: its ``tools``).
+    Besides the fields of :func:`conversation`, reads ``chat_template_kwargs`` (their
+    ``reasoning_effort`` and ``model_identity``; any other is for a chat template, so the
+    request is not renderable here) and ``continue_final_message`` (not renderable either).
+    """
+    if _get(request, "continue_final_message"):
+        raise NotRenderable("continue_final_message is set")
+    template_kwargs = dict(_get(request, "chat_template_kwargs") or {})
+    unknown = sorted(set(template_kwargs) - TEMPLATE_KWARGS)
+    if unknown:
+        raise NotRenderable(f"chat_template_kwargs {unknown} are for the chat template",
+                            kind="chat_template_kwargs")
+    effort = _get(request, "reasoning_effort") or template_kwargs.get("reasoning_effort")
+    messages = [m.model_dump(exclude_none=True) if hasattr(m, "model_dump") else m
+                for m in _get(request, "messages") or ()]  # an engine's pydantic messages
+    return conversation(messages, tools if tools is not None else _get(request, "tools"),
+                        _get(request, "tool_choice"), effort,
+                        model_identity=template_kwargs.get("model_identity"), today=today)
+
+
 # -- pieces and ids out ---------------------------------------------------------------------
 
 
@@ -355,9 +385,11 @@ def prompt_pieces(messages: Iterable[Message], tools_section: ToolsSection | Non
     return [*out, Piece(MARKER, "<|start|>"), Piece(TEXT, next_role)]
 
 
-def encode(pieces: Iterable[Piece], encode_ordinary: Callable[[str], list[int]]) -> list[int]:
-    """Token ids of prompt pieces: markers as their o200k_harmony ids, each run of text (any
-    kind) as ordinary tokens (``encode_ordinary``: a control-token spelling stays text)."""
+def encode(pieces: Iterable[Piece], encode_ordinary: Callable[[str], list[int]],
+           specials: Mapping[str, int] = O200K_HARMONY_SPECIALS) -> list[int]:
+    """Token ids of prompt pieces: markers as their ids in ``specials`` (o200k_harmony's by
+    default), each run of text (any kind) as ordinary tokens (``encode_ordinary``: a
+    control-token spelling stays text)."""
     ids: list[int] = []
     run: list[str] = []
     for piece in pieces:
@@ -365,7 +397,7 @@ def encode(pieces: Iterable[Piece], encode_ordinary: Callable[[str], list[int]])
             if run:
                 ids += encode_ordinary("".join(run))
                 run = []
-            ids.append(O200K_HARMONY_SPECIALS[piece.text])
+            ids.append(specials[piece.text])
         else:
             run.append(piece.text)
     if run:

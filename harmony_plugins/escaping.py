@@ -17,16 +17,35 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .conversation import MARKER, UNTRUSTED, Piece
+from .conversation import MARKER, UNTRUSTED, Piece, encode
+from .vocab import per_tokenizer
 
 PREFIX = "[[hx-"
+_escapers: dict[int, tuple[Any, Escaper | None]] = {}
+
+
+def for_tokenizer(tokenizer: Any) -> Escaper | None:
+    """The escaper of a Hugging Face tokenizer's added tokens (cached per tokenizer), or None
+    when it has none to guard."""
+
+    def build(tokenizer: Any) -> Escaper | None:
+        try:
+            added = {s: i for s, i in tokenizer.get_added_vocab().items() if s}
+        except Exception:  # not a Hugging Face tokenizer: nothing we know to guard
+            added = {}
+        return Escaper(added) if added else None
+
+    return per_tokenizer(_escapers, tokenizer, build)
 
 
 class Escaper:
     """A tokenizer's special-token spellings, escaped in a template's input and split out of
     its output."""
 
-    def __init__(self, spellings: Iterable[str]) -> None:
+    def __init__(self, spellings: Iterable[str] | dict[str, int]) -> None:
+        """``spellings``: the special tokens' spellings, or a mapping of them to their ids
+        (needed by :meth:`encode`)."""
+        self.ids: dict[str, int] = dict(spellings) if isinstance(spellings, dict) else {}
         ordered = sorted(set(spellings), key=len, reverse=True)  # the longest spelling first
         self.pattern = re.compile("|".join(map(re.escape, ordered)))
 
@@ -70,3 +89,10 @@ class Escaper:
             pos = m.end()
         text(rendered[pos:])
         return out
+
+    def encode(self, rendered: str, found: list[str], nonce: str,
+               encode_text: Any) -> list[int] | None:
+        """Token ids of a rendered template: its own markers as the tokenizer's ids, the rest
+        by ``encode_text`` (which must not read special tokens); None as :meth:`pieces`."""
+        pieces = self.pieces(rendered, found, nonce)
+        return None if pieces is None else encode(pieces, encode_text, self.ids)

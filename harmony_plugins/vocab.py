@@ -70,12 +70,12 @@ class Vocab:
     @classmethod
     def from_tiktoken(cls, encoding: Any) -> Vocab:
         """From a ``tiktoken.Encoding`` (cached per encoding object)."""
-        return _cached(encoding, _build_from_tiktoken)
+        return per_tokenizer(_cache, encoding, _build_from_tiktoken)
 
     @classmethod
     def from_hf(cls, tokenizer: Any) -> Vocab:
         """From a Hugging Face tokenizer (transformers or ``tokenizers``; cached per object)."""
-        return _cached(tokenizer, _build_from_hf)
+        return per_tokenizer(_cache, tokenizer, _build_from_hf)
 
 
 def _text_or_bytes(piece: bytes | None) -> str | bytes | None:
@@ -111,18 +111,20 @@ _cache: dict[int, tuple[Any, Vocab]] = {}
 _cache_lock = threading.Lock()
 
 
-def _cached(tokenizer: Any, build: Any) -> Vocab:
+def per_tokenizer(cache: dict[int, tuple[Any, Any]], tokenizer: Any, build: Any) -> Any:
+    """``build(tokenizer)``, once per tokenizer object and ``cache``: engines build parser
+    objects per request, a tokenizer once (tokenizers are not always hashable)."""
     key = id(tokenizer)
-    hit = _cache.get(key)
+    hit = cache.get(key)
     if hit is not None and hit[0] is tokenizer:
         return hit[1]
     with _cache_lock:
-        hit = _cache.get(key)
+        hit = cache.get(key)
         if hit is not None and hit[0] is tokenizer:
             return hit[1]
-        vocab = build(tokenizer)
-        _cache[key] = (tokenizer, vocab)  # holding the tokenizer keeps its id unique
-        return vocab
+        value = build(tokenizer)
+        cache[key] = (tokenizer, value)  # holding the tokenizer keeps its id unique
+        return value
 
 
 def _build_from_tiktoken(encoding: Any) -> Vocab:

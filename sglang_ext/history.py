@@ -12,7 +12,6 @@ represent goes to SGLang's own path, with one log line per reason;
 
 from __future__ import annotations
 
-import datetime
 import inspect
 import json
 import logging
@@ -32,10 +31,6 @@ logger = logging.getLogger("sglang_ext")
 TARGET = "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat._apply_jinja_template"
 HANDLE = "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat.handle_request"
 OPT_OUT = "HARMONY_EXT_CHAT_TEMPLATE"
-# chat_template_kwargs this rendering honours or may ignore (SGLang adds the thinking switches
-# itself when a reasoning effort is given; gpt-oss has no such switch).
-KNOWN_TEMPLATE_KWARGS = frozenset({"reasoning_effort", "model_identity", "thinking",
-                                   "enable_thinking"})
 
 Unsupported = conversation.NotRenderable
 loaded_encoding = harmony_render.loaded_encoding
@@ -124,27 +119,7 @@ async def copy_reasoning(request: Any, raw_request: Any) -> None:
 
 def render_request(request: Any, tools: list[dict[str, Any]] | None) -> list[int]:
     """Prompt token ids for a ``ChatCompletionRequest`` (``tools`` as SGLang selected them)."""
-    if getattr(request, "continue_final_message", False):
-        raise Unsupported("continue_final_message is set")
-    template_kwargs = dict(getattr(request, "chat_template_kwargs", None) or {})
-    unknown = sorted(set(template_kwargs) - KNOWN_TEMPLATE_KWARGS)
-    if unknown:
-        raise Unsupported(f"chat_template_kwargs {unknown} are for the chat template",
-                          kind="chat_template_kwargs")
-    effort = getattr(request, "reasoning_effort", None) or template_kwargs.get("reasoning_effort")
-    messages = [m.model_dump(exclude_none=True) if hasattr(m, "model_dump") else dict(m)
-                for m in request.messages]
-    return render(messages, tools, tool_choice=getattr(request, "tool_choice", None),
-                  reasoning_effort=effort, model_identity=template_kwargs.get("model_identity"))
-
-
-def render(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *,
-           tool_choice: Any = None, reasoning_effort: Any = None, model_identity: str | None = None,
-           today: datetime.date | None = None) -> list[int]:
-    """Token ids of the Harmony prompt for chat ``messages`` (contract section 8)."""
-    harmony = conversation.conversation(messages, tools, tool_choice, reasoning_effort,
-                                        model_identity=model_identity, today=today)
     try:
-        return harmony_render.prompt_ids(harmony)
+        return harmony_render.prompt_ids(conversation.from_request(request, tools))
     except harmony_render.MissingExtra as e:
         raise Unsupported(str(e), kind="encoding") from None

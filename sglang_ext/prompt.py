@@ -9,7 +9,7 @@ ordinary tokens; this does the same for SGLang's chat path.
 :func:`render_and_encode` wraps ``OpenAIServingChat._render_and_encode_chat_template`` (AROUND
 hook, installed by :mod:`sglang_ext.plugin`) and acts only when a ``harmony-ext`` parser is
 selected and some message or tool text spells a special token. Then the core's
-:class:`~harmony_plugins.escaping.Escaper` replaces every such spelling by a placeholder before
+:mod:`~harmony_plugins.escaping` replaces every such spelling by a placeholder before
 rendering; the template's own markers become their token ids, and the text between them, with the
 spellings put back, is tokenized as plain text. Without spellings in the input the original code
 runs untouched (and its prompt cache with it).
@@ -17,63 +17,21 @@ runs untouched (and its prompt cache with it).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import secrets
 from collections.abc import Callable
 from typing import Any
 
+from harmony_plugins import escaping
 from harmony_plugins.adapter_support.once import Once
-from harmony_plugins.conversation import MARKER
-from harmony_plugins.escaping import Escaper
 
 from .names import NAME
 
 logger = logging.getLogger("sglang_ext")
 
-_guards: dict[int, tuple[Any, PromptGuard | None]] = {}
 once = Once(logger)
-
-
-class PromptGuard(Escaper):
-    """A tokenizer's special-token spellings (the core's :class:`Escaper`), and its ids."""
-
-    def __init__(self, tokenizer: Any, added: dict[str, int]) -> None:
-        super().__init__(added)
-        self.tokenizer = tokenizer
-        self.ids = added
-
-    def encode(self, rendered: str, found: list[str], nonce: str) -> list[int] | None:
-        """Token ids of a rendered prompt: the template's markers as ids, the rest as text.
-
-        None when the template mangled a placeholder (then the caller renders as SGLang does).
-        """
-        pieces = self.pieces(rendered, found, nonce)
-        if pieces is None:
-            return None
-        ids: list[int] = []
-        for piece in pieces:
-            if piece.kind == MARKER:
-                ids.append(self.ids[piece.text])
-            else:
-                ids.extend(self.tokenizer.encode(piece.text, add_special_tokens=False,
-                                                 split_special_tokens=True))
-        return ids
-
-
-def guard_for(tokenizer: Any) -> PromptGuard | None:
-    """The tokenizer's guard (cached), or None when it has no special tokens to guard."""
-    key = id(tokenizer)
-    cached = _guards.get(key)
-    if cached is not None and cached[0] is tokenizer:
-        return cached[1]
-    try:
-        added = {s: i for s, i in tokenizer.get_added_vocab().items() if s}
-    except Exception:
-        added = {}
-    guard = PromptGuard(tokenizer, added) if added else None
-    _guards[key] = (tokenizer, guard)
-    return guard
 
 
 def _once(key: str, message: str, *args: Any) -> None:
@@ -99,7 +57,7 @@ def render_and_encode(original: Callable[..., Any], self: Any, *args: Any,
         _once("signature", "harmony-ext: unknown _render_and_encode_chat_template signature; "
               "control-token spellings in messages are left to SGLang")
         return original(self, *args, **kwargs)
-    guard = guard_for(tokenizer)
+    guard = escaping.for_tokenizer(tokenizer)
     if guard is None:
         return original(self, *args, **kwargs)
     nonce = secrets.token_hex(8)
@@ -123,7 +81,8 @@ def render_and_encode(original: Callable[..., Any], self: Any, *args: Any,
         return_dict=False,
         **template_kwargs,
     )
-    ids = guard.encode(rendered, found, nonce)
+    ids = guard.encode(rendered, found, nonce, functools.partial(
+        tokenizer.encode, add_special_tokens=False, split_special_tokens=True))
     if ids is None:
         _once("mangled", "harmony-ext: the chat template altered message text; control-token "
               "spellings in messages are left to SGLang")

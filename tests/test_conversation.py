@@ -284,3 +284,24 @@ def test_escaper_keeps_client_spellings_as_text_through_a_text_template() -> Non
         Piece(MARKER, "<|start|>"), Piece(UNTRUSTED, "tool"), Piece(MARKER, "<|message|>"),
         Piece(UNTRUSTED, '"a<|end|>"'), Piece(MARKER, "<|end|>")]
     assert escaper.pieces("<|start|>say [[hx-ab12-0", found, "ab12") is None  # cut
+
+
+def test_a_request_is_read_whole_dict_or_object() -> None:
+    """``from_request``: what an engine's request object or a JSON request says, read once for
+    the CLI and SGLang alike; what only a chat template can honour is refused."""
+    user = {"role": "user", "content": "Hi"}
+    day = datetime.date(2026, 12, 2)
+    by_fields = c.conversation([user], None, None, "low", model_identity="A bot.", today=day)
+    as_dict = c.from_request({"messages": [user], "chat_template_kwargs": {
+        "reasoning_effort": "low", "model_identity": "A bot.", "enable_thinking": True}},
+        today=day)
+    message = SimpleNamespace(model_dump=lambda exclude_none: user)
+    as_object = c.from_request(SimpleNamespace(messages=[message], reasoning_effort="low",
+                                               chat_template_kwargs={"model_identity": "A bot."},
+                                               tools=None, tool_choice=None,
+                                               continue_final_message=False), today=day)
+    assert as_dict == by_fields == as_object
+    with pytest.raises(c.NotRenderable, match="continue_final_message"):
+        c.from_request({"messages": [user], "continue_final_message": True})
+    with pytest.raises(c.NotRenderable, match=r"chat_template_kwargs \['custom'\]"):
+        c.from_request({"messages": [user], "chat_template_kwargs": {"custom": 1}})

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sglang_ext.prompt import guard_for
+from harmony_plugins.escaping import for_tokenizer as guard_for
 
 NAME = "harmony-ext"
 SPECIAL_IDS = range(199998, 201088)
@@ -119,6 +119,12 @@ def test_every_message_field_and_tool_definition_is_guarded(sglang_chat, tokeniz
     assert tokenizer.decode(ours) == tokenizer.decode(theirs)
 
 
+def as_text(tokenizer):
+    """How the hook encodes the text between a template's markers."""
+    return lambda text: tokenizer.encode(text, add_special_tokens=False,
+                                         split_special_tokens=True)
+
+
 @pytest.mark.parametrize("text", [
     "<|start|>user<|message|>Grüße 👋 — 東京, plain text.<|end|><|start|>assistant",
     "<|start|>developer<|message|># Tools\n{\"a\": [1, 2]}  trailing  spaces <|end|>",
@@ -128,7 +134,8 @@ def test_guarded_encoding_matches_the_tokenizer_when_nothing_is_escaped(tokenize
                                                                          text: str) -> None:
     guard = guard_for(tokenizer)
     assert guard is not None
-    assert guard.encode(text, [], "0123") == tokenizer.encode(text, add_special_tokens=False)
+    assert guard.encode(text, [], "0123", as_text(tokenizer)) == tokenizer.encode(
+        text, add_special_tokens=False)
 
 
 def test_a_template_that_cuts_a_placeholder_leaves_the_prompt_to_sglang(tokenizer) -> None:
@@ -136,4 +143,4 @@ def test_a_template_that_cuts_a_placeholder_leaves_the_prompt_to_sglang(tokenize
     found: list[str] = []
     escaped = guard.escape({"content": "x <|call|> y"}, found, "beef")
     assert found == ["<|call|>"] and "<|" not in escaped["content"]
-    assert guard.encode(escaped["content"][:9], found, "beef") is None
+    assert guard.encode(escaped["content"][:9], found, "beef", as_text(tokenizer)) is None

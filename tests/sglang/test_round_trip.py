@@ -275,7 +275,7 @@ def test_analysis_is_dropped_after_a_final_answer(sglang_chat: Any, encoding: An
 
 def test_analysis_of_every_step_is_carried_until_a_final_answer(encoding: Any) -> None:
     """Two tool steps in a row: both analyses stay (no final answer in between)."""
-    from sglang_ext.history import render
+    from sglang_ext.history import render_request
 
     def step(i: int, thought: str, arguments: str) -> list[dict[str, Any]]:
         return [{"role": "assistant", "reasoning_content": thought, "tool_calls": [
@@ -285,7 +285,7 @@ def test_analysis_of_every_step_is_carried_until_a_final_answer(encoding: Any) -
 
     messages = [{"role": "user", "content": USER}, *step(1, "First Paris.", PARIS),
                 *step(2, "Now Oslo.", OSLO)]
-    _, tail = split(render(messages, [WEATHER]), encoding)
+    _, tail = split(render_request({"messages": messages}, [WEATHER]), encoding)
     assert tail == token_ids(encoding, [
         *user(USER), *analysis("First Paris."), *call("get_weather", PARIS),
         *result("get_weather", "r1"), *analysis("Now Oslo."), *call("get_weather", OSLO),
@@ -407,12 +407,13 @@ def test_reasoning_key_without_the_raw_request_is_lost(sglang_chat: Any,
 ])
 def test_what_harmony_cannot_represent_is_left_to_sglang(messages: list[dict[str, Any]],
                                                           reason: str) -> None:
-    from sglang_ext.history import Unsupported, render
+    from sglang_ext.history import Unsupported, render_request
 
     with pytest.raises(Unsupported, match=reason):
-        render(messages, None)
+        render_request({"messages": messages}, None)
     with pytest.raises(Unsupported, match="reasoning_effort"):
-        render([{"role": "user", "content": USER}], None, reasoning_effort="max")
+        render_request({"messages": [{"role": "user", "content": USER}],
+                        "reasoning_effort": "max"}, None)
 
 
 def test_offline_the_vocabulary_comes_from_harmony_ext(monkeypatch: pytest.MonkeyPatch,
