@@ -28,7 +28,7 @@ PIECES = [
     "<|channel|>{ch}<|message|>{t}",
     "<|channel|>final<|message|>{t}<|return|>",
     CALL_W + PARIS + "<|call|>",
-    CALL_W + '{{"city":"{t}"}}]<|call|>',
+    CALL_W + '{"city":"{t}"}]<|call|>',
     "<|channel|>analysis to=browser.search<|message|>{t}<|call|>",
     "<|channel|>{ch} to=functions.get_weather json<|message|>{t}<|end|>",
     "{t}<|end|>",
@@ -42,13 +42,15 @@ PIECES = [
 
 
 def fuzzed_outputs(n: int, seed: int = 20261202) -> list[str]:
-    """``n`` model outputs put together from well-formed and broken pieces (seeded)."""
+    """``n`` model outputs put together from well-formed and broken pieces (seeded): each
+    piece's ``{ch}`` is a channel name, its ``{t}`` some words."""
     rnd = random.Random(seed)
     outputs = []
     for _ in range(n):
         parts = []
         for _ in range(rnd.randint(1, 6)):
-            piece = rnd.choice(PIECES).format(ch=rnd.choice(CHANNELS), t=rnd.choice(WORDS))
+            piece = rnd.choice(PIECES).replace("{ch}", rnd.choice(CHANNELS)).replace(
+                "{t}", rnd.choice(WORDS))
             if parts and rnd.random() < 0.5:
                 piece = "<|start|>assistant" + piece
             parts.append(piece)
