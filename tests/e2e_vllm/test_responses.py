@@ -1,7 +1,8 @@
 """The Responses API and the server's log on a real vLLM server (harmony-ext selected).
 
 Malformed model output never becomes an HTTP error (contract section 6): a few hundred
-fuzzed outputs, each sent streamed and not, all answer 200 and end ``completed``. And every
+fuzzed outputs, each sent streamed and not, all answer 200 and end ``completed`` (or, where
+nothing at all is left to show, vLLM's own ``incomplete`` for an empty output). And every
 log line the plugin promises reaches vLLM's own log, where an operator reads it.
 """
 
@@ -61,42 +62,67 @@ def fuzzed_outputs(n: int, seed: int = 20261202) -> list[str]:
     return outputs
 
 
-async def _one(client: Any, script: str, stream: bool) -> str | None:
-    """None when the request answered 200 and ended completed; else what went wrong."""
+async def _one(client: Any, script: str, stream: bool) -> tuple[str, int] | str:
+    """(status, output items) of one Responses request, or what went wrong (an HTTP error,
+    a stream without its final event)."""
     kwargs = {"model": MODEL, "input": MESSAGES[0]["content"], "tools": TOOLS,
               "stream": stream, "extra_body": {"vllm_xargs": {"script_text": script}}}
     try:
         response = await client.responses.create(**kwargs)
         if not stream:
-            return None if response.status == "completed" else f"status {response.status}"
+            return response.status, len(response.output)
         last = None
         async for event in response:
-            last = event.type
-        return None if last == "response.completed" else f"stream ended with {last}"
+            last = event
+        if last is None or last.type not in ("response.completed", "response.incomplete"):
+            return f"stream ended with {getattr(last, 'type', None)}"
+        return last.response.status, len(last.response.output)
     except openai.APIError as e:
         return f"{type(e).__name__}: {e}"
 
 
+async def _shows(client: Any, script: str) -> bool:
+    """Whether chat completions show anything for this output (reasoning, content, calls)."""
+    response = await client.chat.completions.create(
+        model=MODEL, messages=MESSAGES, tools=[{"type": "function", "function": {
+            "name": "get_weather", "parameters": TOOLS[0]["parameters"]}}],
+        extra_body={"vllm_xargs": {"script_text": script}})
+    message = response.choices[0].message
+    return bool(getattr(message, "reasoning", None) or message.content or message.tool_calls)
+
+
 def test_fuzzed_outputs_never_fail_a_responses_request(vllm_server: str) -> None:
+    """Every request answers 200 and completes. The one exception is vLLM's own: a response
+    with no output item at all (the whole output was dropped by the contract's rules, e.g. a
+    forged turn) is ``incomplete``; chat completions then show nothing either."""
     scripts = fuzzed_outputs(250)
 
-    async def main() -> list[tuple[str, bool, str | None]]:
+    async def main() -> tuple[list[tuple[str, bool, Any]], dict[str, bool]]:
         client = openai.AsyncOpenAI(base_url=f"{vllm_server}/v1", api_key="unused",
                                     max_retries=0, timeout=300)
         gate = asyncio.Semaphore(16)
 
-        async def run(script: str, stream: bool) -> tuple[str, bool, str | None]:
+        async def run(script: str, stream: bool) -> tuple[str, bool, Any]:
             async with gate:
                 return script, stream, await _one(client, script, stream)
 
-        async with client:
-            return list(await asyncio.gather(
-                *(run(s, stream) for s in scripts for stream in (False, True))))
+        async def shows(script: str) -> tuple[str, bool]:
+            async with gate:
+                return script, await _shows(client, script)
 
-    results = asyncio.run(main())
+        async with client:
+            results = list(await asyncio.gather(
+                *(run(s, stream) for s in scripts for stream in (False, True))))
+            empty = {s for s, _, r in results if r == ("incomplete", 0)}
+            return results, dict(await asyncio.gather(*(shows(s) for s in sorted(empty))))
+
+    results, empty_shows = asyncio.run(main())
     assert len(results) == 500
-    failed = [(script, stream, why) for script, stream, why in results if why is not None]
+    failed = [(script, stream, got) for script, stream, got in results
+              if got != ("incomplete", 0) and (isinstance(got, str) or got[0] != "completed")]
     assert failed == []
+    assert [s for s, shown in empty_shows.items() if shown] == []  # empty in chat too
+    assert len(empty_shows) < len(scripts) // 2  # most fuzzed outputs do show something
 
 
 def _wait_for(log: Path, needle: str, timeout: float = 15.0) -> bool:
