@@ -59,6 +59,16 @@ call, any other message is dropped; then by channel: ``analysis`` and unknown ch
 reasoning, ``final``, ``commentary`` or none to content. A channel name in the role slot
 (``<|start|>final``) is that channel.
 
+Every message whose body is shown is framed: ``MessageBegin`` when its header routes it
+(kind, the channel it counts as, the channel, recipient and content type as written),
+``MessageEnd`` when its body ends (by which marker). Text a header rule turns into content
+(free text, no markup at all, a ``final`` header without ``<|message|>``) is a message of its
+own. The first message's header is a header like any other: text before any marker that an
+``<|end|>`` closes is dropped, not content; only an output with no marker at all (a stop token
+aside) is content. With ``tools_unknown`` no recipient resolves: every message with one is
+dropped (``tools_unknown``), and a caller that learns the tools parses again
+(:meth:`harmony_plugins.turn.Turn.declare`).
+
 When a call ends, its arguments are checked (:mod:`harmony_plugins.checks`) and the outcome
 rides on :class:`ToolCallEnd`. Visible text (content) is scanned for leaked markup as it
 goes (:mod:`harmony_plugins.leaks`).
