@@ -109,11 +109,8 @@ or surfaced by the pass-undeclared option, unchecked; or a call ``tools_unknown`
 OUTCOMES = (SURFACED, INVALID_JSON, NOT_OBJECT, SCHEMA_MISMATCH, UNCHECKED, UNDECLARED)
 """Every call has exactly one of these (``ToolCallEnd.outcome``, ``Summary.outcomes``)."""
 
-LABELS = (SURFACED, UNDECLARED, INVALID_JSON, NOT_OBJECT, SCHEMA_MISMATCH)
-"""The ``outcome`` label values of ``harmony_ext_tool_calls_total`` (contract section 9)."""
-
-
 def outcome_label(outcome: str) -> str:
-    """The metric label of a call outcome: the contract's label set is closed, so
-    ``unchecked`` (arguments passed on, not checked) is counted as ``surfaced``."""
+    """The ``outcome`` label of ``harmony_ext_tool_calls_total`` for a call outcome: the
+    contract's label set (section 9) is closed, so ``unchecked`` (arguments passed on, not
+    checked) is counted as ``surfaced``."""
     return SURFACED if outcome == UNCHECKED else outcome

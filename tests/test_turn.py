@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from harmony_plugins import ChatResult, Request, Step, StreamParser, Turn
+from harmony_plugins import ChatResult, Request, Step, StreamParser, Turn, rules
 from harmony_plugins.steps import EMPTY, CallDelta
 from harmony_plugins.tools import declared_tools
 from harmony_plugins.turn import switch
@@ -67,6 +67,10 @@ def test_each_call_has_exactly_one_outcome(tools, pass_undeclared, surfaced, out
     assert len(step.calls) == surfaced
     assert seen[0].outcomes == outcomes
     assert sum(seen[0].outcomes.values()) == 1
+    assert set(seen[0].outcomes) <= set(rules.OUTCOMES)
+    # The metric's labels are the contract's (section 9), whatever the outcome.
+    assert {rules.outcome_label(o) for o in rules.OUTCOMES} == {
+        "surfaced", "undeclared", "invalid_json", "not_object", "schema_mismatch"}
 
 
 def test_one_step_per_feed_with_text_calls_and_the_end():
