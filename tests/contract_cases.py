@@ -58,6 +58,12 @@ KNOWN_TEXT = (
     '<|channel|>analysis<|message|>User asks: "What is 2 + 2?" Simple arithmetic. Provide'
     " answer.<|end|><|start|>assistant<|channel|>final<|message|>2 + 2 = 4.<|return|>"
 )
+"""Real gpt-oss output (docs/tokenizer.md), and below its o200k_harmony token ids."""
+KNOWN_IDS = [
+    200005, 35644, 200008, 1844, 31064, 25, 392, 4827, 382, 220, 17, 659, 220, 17, 16842,
+    12295, 81645, 13, 51441, 6052, 13, 200007, 200006, 173781, 200005, 17196, 200008, 17, 659,
+    220, 17, 314, 220, 19, 13, 200002,
+]  # fmt: skip
 
 CALL_W = '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>'
 PARIS = '{"city":"Paris"}'

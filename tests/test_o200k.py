@@ -16,19 +16,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from harmony_plugins import o200k
+from tests.contract_cases import KNOWN_IDS, KNOWN_TEXT
 
 REPO = Path(__file__).resolve().parents[1]
 
-# From docs/tokenizer.md: real gpt-oss output and its exact text.
-KNOWN_IDS = [
-    200005, 35644, 200008, 1844, 31064, 25, 392, 4827, 382, 220, 17, 659, 220, 17, 16842,
-    12295, 81645, 13, 51441, 6052, 13, 200007, 200006, 173781, 200005, 17196, 200008, 17, 659,
-    220, 17, 314, 220, 19, 13, 200002,
-]  # fmt: skip
-KNOWN_TEXT = (
-    '<|channel|>analysis<|message|>User asks: "What is 2 + 2?" Simple arithmetic. Provide'
-    " answer.<|end|><|start|>assistant<|channel|>final<|message|>2 + 2 = 4.<|return|>"
-)
 
 # The specials a HF tokenizer of gpt-oss declares (ids 199998..200018); to it the higher
 # reserved spellings are plain text, so tiktoken is told the same.

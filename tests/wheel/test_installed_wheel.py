@@ -21,14 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.contract_cases import KNOWN_IDS
+
 REPO = Path(__file__).resolve().parents[2]
 
-# docs/tokenizer.md: real gpt-oss output as o200k_harmony ids, and what it says.
-KNOWN_IDS = [
-    200005, 35644, 200008, 1844, 31064, 25, 392, 4827, 382, 220, 17, 659, 220, 17, 16842,
-    12295, 81645, 13, 51441, 6052, 13, 200007, 200006, 173781, 200005, 17196, 200008, 17, 659,
-    220, 17, 314, 220, 19, 13, 200002,
-]  # fmt: skip
+# docs/tokenizer.md: real gpt-oss output as o200k_harmony ids (tests.contract_cases), and
+# what it says.
 KNOWN_VIEW = {
     "reasoning": 'User asks: "What is 2 + 2?" Simple arithmetic. Provide answer.',
     "content": "2 + 2 = 4.",
