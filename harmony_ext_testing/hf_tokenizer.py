@@ -9,15 +9,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
-from harmony_plugins.o200k import (
-    HF_ADDED_TOKEN_IDS,
-    O200K_HARMONY_SPECIALS,
-    O200K_PAT_STR,
-    o200k_base_pieces,
-)
+from harmony_plugins.harmony import SPECIAL_IDS
+from harmony_plugins.o200k import O200K_PAT_STR, o200k_base_pieces
 
-__all__ = ["write_hf_tokenizer"]
+__all__ = ["HF_ADDED_TOKEN_IDS", "build_hf_tokenizer", "write_hf_tokenizer"]
+
+HF_ADDED_TOKEN_IDS = range(199_998, 200_019)
+"""The specials a Hugging Face tokenizer of gpt-oss declares (as the published files do):
+199998..200018, so ``len(tokenizer) == 200019``. Higher reserved ids are never sampled."""
+_ID_TO_SPECIAL = {i: s for s, i in SPECIAL_IDS.items()}
 
 
 def _byte_to_char() -> list[str]:
@@ -75,17 +77,10 @@ _SELF_CHECK_IDS = [
 ]  # fmt: skip
 
 
-def write_hf_tokenizer(directory: str | os.PathLike[str]) -> Path:
-    """Write a Hugging Face fast tokenizer for gpt-oss into *directory* and return it.
-
-    Writes ``tokenizer.json`` (built with ``tokenizers`` alone, about 28 MB),
-    ``tokenizer_config.json`` and ``special_tokens_map.json``, enough for
-    ``transformers.AutoTokenizer.from_pretrained(directory)`` (4.5x and 5.x) and for
-    engines that load a model's tokenizer from disk. The config is written by hand because
-    transformers 5's ``save_pretrained`` names a class transformers 4 cannot load.
-    Encoding matches tiktoken's o200k_harmony; the added specials are 199998..200018 as in
-    the published gpt-oss files. Takes a few seconds, offline.
-    """
+def build_hf_tokenizer() -> Any:
+    """gpt-oss's Hugging Face fast tokenizer (a ``tokenizers.Tokenizer``), built in memory
+    with ``tokenizers`` alone. Encoding matches tiktoken's o200k_harmony; the added specials are
+    199998..200018 as in the published gpt-oss files. Takes a few seconds, offline."""
     from tokenizers import (
         AddedToken,
         Regex,
@@ -107,15 +102,27 @@ def write_hf_tokenizer(directory: str | os.PathLike[str]) -> Path:
     tokenizer.decoder = decoders.ByteLevel()
     # Keeps offsets mapped to the original text; adds no BOS/EOS.
     tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
-    id_to_special = {i: s for s, i in O200K_HARMONY_SPECIALS.items()}
-    specials = [id_to_special[i] for i in HF_ADDED_TOKEN_IDS]
+    specials = [_ID_TO_SPECIAL[i] for i in HF_ADDED_TOKEN_IDS]
     tokenizer.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
 
     # Cheap self-check: a broken build would mis-tokenize every prompt.
     got = tokenizer.encode(_SELF_CHECK_TEXT, add_special_tokens=False).ids
     if got != _SELF_CHECK_IDS or tokenizer.get_vocab_size(with_added_tokens=True) != 200_019:
         raise RuntimeError(f"HF tokenizer self-check failed: {got} != {_SELF_CHECK_IDS}")
+    return tokenizer
 
+
+def write_hf_tokenizer(directory: str | os.PathLike[str]) -> Path:
+    """Write a Hugging Face fast tokenizer for gpt-oss (:func:`build_hf_tokenizer`) into
+    *directory* and return it.
+
+    Writes ``tokenizer.json`` (about 28 MB), ``tokenizer_config.json`` and
+    ``special_tokens_map.json``, enough for ``transformers.AutoTokenizer.from_pretrained
+    (directory)`` (4.5x and 5.x) and for engines that load a model's tokenizer from disk. The
+    config is written by hand because transformers 5's ``save_pretrained`` names a class
+    transformers 4 cannot load.
+    """
+    tokenizer = build_hf_tokenizer()
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save(str(out / "tokenizer.json"))
@@ -127,7 +134,7 @@ def write_hf_tokenizer(directory: str | os.PathLike[str]) -> Path:
     config = {
         "added_tokens_decoder": {
             str(i): {
-                "content": id_to_special[i],
+                "content": _ID_TO_SPECIAL[i],
                 "lstrip": False,
                 "normalized": False,
                 "rstrip": False,

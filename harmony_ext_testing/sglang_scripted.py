@@ -20,9 +20,9 @@ from typing import Any
 
 from sglang.srt.sampling.custom_logit_processor import CustomLogitProcessor
 
-from harmony_plugins.o200k import O200K_HARMONY_SPECIALS
+from harmony_plugins.harmony import SPECIAL_IDS
 
-RETURN_ID = O200K_HARMONY_SPECIALS["<|return|>"]
+RETURN_ID = SPECIAL_IDS["<|return|>"]
 
 
 class ScriptedLogitProcessor(CustomLogitProcessor):

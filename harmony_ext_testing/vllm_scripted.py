@@ -54,7 +54,7 @@ from vllm.v1.sample.logits_processor import AdapterLogitsProcessor
 import harmony_plugins
 import vllm_ext
 from harmony_ext_testing import LOADED_FROM
-from harmony_plugins.o200k import O200K_HARMONY_SPECIALS, O200K_HARMONY_VOCAB_SIZE
+from harmony_plugins.harmony import SPECIAL_IDS, VOCAB_SIZE
 
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
@@ -69,8 +69,7 @@ SCRIPT_TEXT_KEY = "script_text"
 SCRIPT_IDS_KEY = "script_ids"
 
 # o200k_harmony: the model vocabulary of gpt-oss (and of our tiny test models).
-HARMONY_VOCAB_SIZE = O200K_HARMONY_VOCAB_SIZE
-RETURN_ID = O200K_HARMONY_SPECIALS["<|return|>"]  # what a model emits to close a final answer
+RETURN_ID = SPECIAL_IDS["<|return|>"]  # what a model emits to close a final answer
 
 
 @dataclass(frozen=True)
@@ -105,7 +104,7 @@ def _read_ids(raw: Any, vocab_size: int) -> tuple[int, ...]:
 
 
 def read_script(
-    extra_args: Mapping[str, Any] | None, vocab_size: int = HARMONY_VOCAB_SIZE
+    extra_args: Mapping[str, Any] | None, vocab_size: int = VOCAB_SIZE
 ) -> Script | None:
     """Return the request's script, None when it has none.
 

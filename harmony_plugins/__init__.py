@@ -1,10 +1,19 @@
 """harmony-ext core: an engine-neutral, incremental parser for gpt-oss (Harmony) output.
 
-Sans-I/O: it imports no engine and does no I/O. See ``docs/core-api.md`` and the README.
+Sans-I/O: it imports no engine, opens no file (:mod:`harmony_plugins.data` reads the shipped
+vocabulary), sets no environment variable and logs nothing; the command line
+(:mod:`harmony_plugins.cli`) and the engine glue (:mod:`harmony_plugins.adapter_support`) do
+that for it. The names below are the public interface: the adapters import these and
+``harmony_plugins.adapter_support``, nothing else (``tests/test_one_source.py`` checks). See
+``docs/core-api.md``.
 """
 
 from __future__ import annotations
 
+from . import harmony, rules
+from .conversation import NotRenderable, part_of, written_order
+from .escaping import Escaper
+from .escaping import for_tokenizer as escaper_for
 from .events import (
     ContentText,
     EndOfTurn,
@@ -20,8 +29,10 @@ from .events import (
 )
 from .openai import ChatResult
 from .parser import StreamParser, parse_ids, parse_text
+from .render import MissingExtra, chat_prompt_ids
 from .steps import CallDelta, Step
-from .turn import Request, Summary, Turn
+from .tools import chat_request_tools
+from .turn import Request, Summary, Turn, count_reasoning_tokens, pass_undeclared, switch
 from .vocab import NotHarmonyTokenizer, Vocab
 
 __version__ = "0.1.0"
@@ -32,11 +43,14 @@ __all__ = [
     "ChatResult",
     "ContentText",
     "EndOfTurn",
+    "Escaper",
     "Event",
     "LeakSuspected",
     "MessageBegin",
     "MessageEnd",
+    "MissingExtra",
     "NotHarmonyTokenizer",
+    "NotRenderable",
     "ReasoningText",
     "Recovery",
     "Request",
@@ -48,6 +62,16 @@ __all__ = [
     "ToolCallEnd",
     "Turn",
     "Vocab",
+    "chat_prompt_ids",
+    "chat_request_tools",
+    "count_reasoning_tokens",
+    "escaper_for",
+    "harmony",
     "parse_ids",
     "parse_text",
+    "part_of",
+    "pass_undeclared",
+    "rules",
+    "switch",
+    "written_order",
 ]

@@ -21,56 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from . import harmony as hm
+from .demo import DEMO_OUTPUTS, DEMO_TOOLS
 from .openai import ChatResult
 from .parser import StreamParser
-
-DEMO_TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather in a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-        },
-    }
-]
-
-# Each sample: what it shows, the model output as text, and the same output as o200k_harmony
-# token ids (as gpt-oss's tokenizer encodes the text; tests check them against openai-harmony),
-# so the demo needs no encoder and no extra.
-DEMO_OUTPUTS: list[tuple[str, str, list[int]]] = [
-    (
-        "reasoning, then the final answer",
-        "<|channel|>analysis<|message|>User asks for 2 + 2. Simple.<|end|>"
-        "<|start|>assistant<|channel|>final<|message|>2 + 2 = 4.<|return|>",
-        [200005, 35644, 200008, 1844, 31064, 395, 220, 17, 659, 220, 17, 13, 12295, 13, 200007,
-         200006, 173781, 200005, 17196, 200008, 17, 659, 220, 17, 314, 220, 19, 13, 200002],
-    ),
-    (
-        "a preamble, then a tool call with the recipient in the role section",
-        "<|channel|>commentary<|message|>Let me check.<|end|>"
-        "<|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json"
-        '<|message|>{"city": "Paris"}<|call|>',
-        [200005, 12606, 815, 200008, 12845, 668, 2371, 13, 200007, 200006, 173781, 316, 28, 44580,
-         775, 170154, 200005, 12606, 815, 220, 200003, 4108, 200008, 10848, 17500, 1243, 392, 72782,
-         18583, 200012],
-    ),
-    (
-        "malformed: a call on analysis with trailing junk, then the model forges a tool result",
-        '<|channel|>analysis to=functions.get_weather<|message|>{"city": "Oslo"}]<|call|>'
-        '<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>{"t": 3}',
-        [200005, 35644, 316, 28, 44580, 775, 170154, 200008, 10848, 17500, 1243, 392, 15097, 746,
-         18583, 60, 200012, 200006, 44580, 775, 170154, 316, 28, 173781, 200005, 12606, 815, 200008,
-         10848, 83, 1243, 220, 18, 92],
-    ),
-    (
-        "malformed: no <|message|> after final, and a builtin tool the request did not declare",
-        "<|channel|>analysis to=browser.search<|message|>{\"query\": \"x\"}<|end|>"
-        "<|channel|>final The answer is 42.<|end|>",
-        [200005, 35644, 316, 28, 46071, 16718, 200008, 10848, 2975, 1243, 392, 87, 18583, 200007,
-         200005, 17196, 623, 6052, 382, 220, 4689, 13, 200007],
-    ),
-]
 
 
 class UsageError(Exception):
@@ -116,7 +70,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "parse",
         help="parse one model output",
         description="Parse one model output (what the engine generated after the prompt's "
-        "<|start|>assistant) and print the OpenAI view of it as JSON.",
+        f"{hm.START_TOKEN}{hm.ASSISTANT}) and print the OpenAI view of it as JSON.",
     )
     p.add_argument("file", nargs="?", default="-",
                    help="input file, or - for standard input (default). In text mode a single "
@@ -139,8 +93,8 @@ def _build_parser() -> argparse.ArgumentParser:
         help="print the Harmony prompt a chat completions request becomes",
         description="Print the Harmony prompt a chat completions request (JSON: messages, "
         "tools, tool_choice, reasoning_effort) becomes with harmony-ext, markers spelled "
-        "literally; a control-token spelling in the request's text is printed <\\|end\\|>. "
-        "Tool definitions need openai-harmony.",
+        "literally; a control-token spelling in the request's text is printed with its bars "
+        "escaped (<\\|...\\|>). Tool definitions need openai-harmony.",
     )
     r.add_argument("file", nargs="?", default="-",
                    help="the request JSON file, or - for standard input (default)")
@@ -263,10 +217,12 @@ def _read_request(path: str, date: str | None) -> tuple[dict[str, Any], datetime
 def run_render(request: dict[str, Any], today: datetime.date | None, ids: bool) -> None:
     """Raises NotRenderable (the request) or MissingExtra (openai-harmony, an encoder)."""
     from . import conversation, render
+    from .adapter_support.vocabulary import load_openai_harmony
 
-    harmony = conversation.from_request(request, today=today)
+    messages = conversation.from_request(request, today=today)
+    load_openai_harmony()  # offline, openai-harmony 0.0.8 needs its vocabulary written for it
     if not ids:
-        print(render.prompt_text(harmony))
+        print(render.prompt_text(messages))
         return
     try:
         from .o200k import tiktoken_encoding
@@ -277,7 +233,7 @@ def run_render(request: dict[str, Any], today: datetime.date | None, ids: bool) 
             raise render.MissingExtra("--ids needs an encoder: pip install "
                                       "'harmony-ext[tiktoken]'") from None
         ordinary = render.ordinary
-    pieces = conversation.prompt_pieces(harmony, render.tools_section)
+    pieces = conversation.prompt_pieces(messages, render.tools_section)
     print(_dumps(conversation.encode(pieces, ordinary)))
 
 

@@ -17,12 +17,15 @@ tool use degrades. Every rule of that rendering is here, for both engines, sans-
   text piece is encoded as ordinary tokens (a control-token spelling stays text).
 
 The bytes are openai-harmony's (``render_conversation_for_completion``, tested differentially in
-tests/test_conversation_differential.py) with one intended divergence: a call's header is the
+tests/test_conversation_differential.py) with two intended divergences: a call's header is the
 form gpt-oss's chat template writes and vLLM renders, ``assistant to=functions.NAME<|channel|>
-commentary json`` (:data:`CALL_HEADER`); openai-harmony 0.0.10+ writes ``assistant<|channel|>
-commentary to=functions.NAME <|constrain|>json``, which gpt-oss can echo back as a malformed
-header. The TypeScript of the tool definitions is openai-harmony's own, asked for through the
-``tools_section`` argument (:mod:`harmony_plugins.render` supplies it).
+commentary json`` (:func:`harmony_plugins.harmony.call_header`); openai-harmony 0.0.10+ writes
+``assistant<|channel|>commentary to=functions.NAME <|constrain|>json``, which gpt-oss can echo
+back as a malformed header. And the drop rule above, which is vLLM's (every analysis before the
+last final answer) where openai-harmony drops the analysis only when the conversation ends in a
+final answer. The TypeScript of the tool definitions is openai-harmony's own, asked for through
+the ``tools_section`` argument (:mod:`harmony_plugins.render` supplies it). On both engines this
+module renders the chat prompt (the adapters hand it the request; see docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -33,17 +36,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
-from .o200k import O200K_HARMONY_SPECIALS
+from . import harmony as hm
+from .tools import field as _get
 
 EFFORTS = ("low", "medium", "high")
-CHANNELS = ("analysis", "commentary", "final")
 MODEL_IDENTITY = "You are ChatGPT, a large language model trained by OpenAI."
 KNOWLEDGE_CUTOFF = "2024-06"
-FUNCTIONS = "functions"
-
-CALL_HEADER = "<|start|>assistant to=functions.{name}<|channel|>commentary json<|message|>"
-"""A call's header, spelled out: the one form calls are rendered in (and the form the SGLang
-adapter's legacy structural tag asks the model for)."""
 
 MARKER, TEXT, UNTRUSTED = "marker", "text", "untrusted"
 _T = TypeVar("_T")
@@ -86,7 +84,7 @@ class System:
     reasoning_effort: str = "medium"
     model_identity: str = MODEL_IDENTITY
     knowledge_cutoff: str = KNOWLEDGE_CUTOFF
-    channels: tuple[str, ...] = CHANNELS
+    channels: tuple[str, ...] = hm.CHANNELS
     function_routing: bool = False
     """The line saying calls to ``functions`` go to ``commentary`` (functions are declared)."""
 
@@ -95,10 +93,9 @@ class System:
             self.model_identity,
             f"Knowledge cutoff: {self.knowledge_cutoff}" if self.knowledge_cutoff else "",
             f"Current date: {self.date}" if self.date else "") if line)
-        channels = (f"# Valid channels: {', '.join(self.channels)}. Channel must be included "
-                    "for every message.")
+        channels = hm.valid_channels_line(self.channels)
         if self.function_routing:
-            channels += "\nCalls to these tools must go to the commentary channel: 'functions'."
+            channels += "\n" + hm.FUNCTION_ROUTING
         sections = [top, f"Reasoning: {self.reasoning_effort}", channels if self.channels else ""]
         return "\n\n".join(s for s in sections if s)
 
@@ -139,29 +136,30 @@ class Message:
 
     @property
     def is_call(self) -> bool:
-        return self.role == "assistant" and self.recipient is not None
+        return self.role == hm.ASSISTANT and self.recipient is not None
 
     def pieces(self, tools_section: ToolsSection | None = None) -> list[Piece]:
         """This message as prompt pieces (see :class:`Piece`)."""
         author = self.author or self.role
         if self.is_call:  # the one call form: recipient in the role section, bare ``json``
-            head = [Piece(UNTRUSTED, f"{author} to={self.recipient}"), Piece(MARKER, "<|channel|>"),
-                    Piece(TEXT, f"{self.channel} {self.content_type or 'json'}")]
+            head = [Piece(UNTRUSTED, f"{author} {hm.RECIPIENT}{self.recipient}"),
+                    Piece(MARKER, hm.CHANNEL_TOKEN),
+                    Piece(TEXT, f"{self.channel} {self.content_type or hm.JSON}")]
         else:
-            head = [Piece(UNTRUSTED if self.role == "tool" else TEXT, author)]
+            head = [Piece(UNTRUSTED if self.role == hm.TOOL else TEXT, author)]
             if self.channel is not None:
-                head += [Piece(MARKER, "<|channel|>"), Piece(TEXT, self.channel)]
+                head += [Piece(MARKER, hm.CHANNEL_TOKEN), Piece(TEXT, self.channel)]
             if self.recipient is not None:
-                head.append(Piece(TEXT, f" to={self.recipient}"))
+                head.append(Piece(TEXT, f" {hm.RECIPIENT}{self.recipient}"))
             if self.content_type is not None:
                 head.append(Piece(TEXT, f" {self.content_type}"))
         body = self.body
         text = body if isinstance(body, str) else (
             body.text() if isinstance(body, System) else body.text(tools_section))
-        out = [Piece(MARKER, "<|start|>"), *head, Piece(MARKER, "<|message|>")]
+        out = [Piece(MARKER, hm.START_TOKEN), *head, Piece(MARKER, hm.MESSAGE_TOKEN)]
         if text:
             out.append(Piece(UNTRUSTED, text))
-        out.append(Piece(MARKER, "<|call|>" if self.is_call else "<|end|>"))
+        out.append(Piece(MARKER, hm.CALL_TOKEN if self.is_call else hm.END_TOKEN))
         return out
 
 
@@ -175,9 +173,9 @@ def part_of(channel: str | None, recipient: str | None) -> int:
     """Which part of an assistant turn a message with this channel and recipient is."""
     if recipient not in (None, "all"):
         return CALL
-    if channel == "analysis":
+    if channel == hm.ANALYSIS:
         return ANALYSIS
-    return FINAL if channel == "final" else PREAMBLE
+    return FINAL if channel == hm.FINAL else PREAMBLE
 
 
 def written_order(messages: Sequence[_T], part: Callable[[_T], int]) -> list[_T]:
@@ -191,17 +189,13 @@ def drop_analysis(messages: Sequence[Message]) -> list[Message]:
     analysis before the last final answer goes, analysis after it (a tool turn in progress)
     stays."""
     last_final = max((i for i, m in enumerate(messages)
-                      if m.role == "assistant" and m.channel == "final"), default=-1)
+                      if m.role == hm.ASSISTANT and m.channel == hm.FINAL), default=-1)
     return [m for i, m in enumerate(messages)
-            if not (i < last_final and m.role == "assistant" and m.channel == "analysis"
+            if not (i < last_final and m.role == hm.ASSISTANT and m.channel == hm.ANALYSIS
                     and m.recipient is None)]
 
 
 # -- chat messages in -----------------------------------------------------------------------
-
-
-def _get(value: Any, key: str) -> Any:
-    return value.get(key) if isinstance(value, Mapping) else getattr(value, key, None)
 
 
 def text_of(content: Any, role: str, thinking: list[str] | None = None) -> str:
@@ -237,23 +231,25 @@ def call_names(messages: Iterable[Any]) -> dict[str, str]:
     """Function name per tool-call id, from the assistant turns sent back."""
     names = {}
     for m in messages:
-        for call in _get(m, "tool_calls") or ():
+        for call in _tool_calls(m):
             fn = _get(call, "function") or {}
             if _get(call, "id") and _get(fn, "name"):
                 names[_get(call, "id")] = _get(fn, "name")
     return names
 
 
-def declared_functions(tools: Iterable[Any] | None, tool_choice: Any = None
-                       ) -> tuple[Function, ...]:
-    """The function tools the prompt declares: none with ``tool_choice: "none"``, only the
-    named one with a named choice, else all (chat or Responses shape, dicts or objects)."""
-    choice = getattr(tool_choice, "value", tool_choice)
-    if choice == "none":
-        return ()
-    named = None
-    if choice is not None and not isinstance(choice, str):
-        named = _get(_get(choice, "function") or {}, "name") or _get(choice, "name")
+def _tool_calls(message: Any) -> list[Any]:
+    """A message's tool calls, read once (an engine may hold them as a one-pass iterator)."""
+    calls = _get(message, "tool_calls")
+    return calls if isinstance(calls, list) else list(calls or ())
+
+
+def declared_functions(tools: Iterable[Any] | None) -> tuple[Function, ...]:
+    """The function tools the prompt declares: every one the request declares (chat or Responses
+    shape, dicts or objects), whatever its ``tool_choice`` says (contract section 8: the model
+    and both engines' parse sides know every tool; ``tool_choice: "none"`` surfaces no call on
+    the parse side). An engine that leaves the tools out (vLLM's
+    ``--exclude-tools-when-tool-choice-none``) passes none."""
     out = []
     for tool in tools or ():
         kind = _get(tool, "type") or "function"
@@ -261,31 +257,31 @@ def declared_functions(tools: Iterable[Any] | None, tool_choice: Any = None
         name = _get(fn, "name")
         if kind != "function" or not isinstance(name, str) or not name:
             raise NotRenderable(f"a tool of type {kind!r}", kind="tool type")
-        if named is None or name == named:
-            out.append(Function(name, _get(fn, "description") or "", _get(fn, "parameters")))
+        out.append(Function(name, _get(fn, "description") or "", _get(fn, "parameters")))
     return tuple(out)
 
 
 def assistant_turn(message: Any, *, thinking_parts: bool = True) -> list[Message]:
     """One assistant chat message as the Harmony messages the model wrote, in written order."""
     thinking: list[str] = []
-    content = text_of(_get(message, "content"), "assistant", thinking if thinking_parts else None)
+    content = text_of(_get(message, "content"), hm.ASSISTANT,
+                      thinking if thinking_parts else None)
     analysis = (_get(message, "reasoning_content") or _get(message, "reasoning")
                 or "".join(thinking))
-    calls = _get(message, "tool_calls") or []
+    calls = _tool_calls(message)
     out = []
     if analysis:
-        out.append(Message("assistant", analysis, channel="analysis"))
+        out.append(Message(hm.ASSISTANT, analysis, channel=hm.ANALYSIS))
     if content:
-        out.append(Message("assistant", content, channel="commentary" if calls else "final"))
+        out.append(Message(hm.ASSISTANT, content, channel=hm.COMMENTARY if calls else hm.FINAL))
     for call in calls:
         fn = _get(call, "function") or {}
         name = _get(fn, "name")
         if not name:
             raise NotRenderable("a tool call without a function name")
-        out.append(Message("assistant", arguments_text(_get(fn, "arguments")),
-                           channel="commentary", recipient=f"{FUNCTIONS}.{name}",
-                           content_type="json"))
+        out.append(Message(hm.ASSISTANT, arguments_text(_get(fn, "arguments")),
+                           channel=hm.COMMENTARY, recipient=hm.function_recipient(name),
+                           content_type=hm.JSON))
     return written_order(out, lambda m: part_of(m.channel, m.recipient))
 
 
@@ -295,30 +291,31 @@ def chat_message(message: Any, names: Mapping[str, str]) -> list[Message]:
     unsupported = sorted(k for k in ("tools", "prefix") if _get(message, k))
     if unsupported:
         raise NotRenderable(f"a message with {unsupported}")
-    if role == "user":
-        return [Message("user", text_of(_get(message, "content"), role))]
-    if role in ("system", "developer"):  # later instructions stay where they are
-        return [Message("developer", text_of(_get(message, "content"), role))]
-    if role == "tool":
+    if role == hm.USER:
+        return [Message(hm.USER, text_of(_get(message, "content"), role))]
+    if role in (hm.SYSTEM, hm.DEVELOPER):  # later instructions stay where they are
+        return [Message(hm.DEVELOPER, text_of(_get(message, "content"), role))]
+    if role == hm.TOOL:
         name = names.get(_get(message, "tool_call_id") or "") or _get(message, "name")
         if not name:
             raise NotRenderable("a tool result whose tool_call_id names no call sent back")
-        return [Message("tool", text_of(_get(message, "content"), role),
-                        author=f"{FUNCTIONS}.{name}", channel="commentary",
-                        recipient="assistant")]
-    if role == "assistant":
+        return [Message(hm.TOOL, text_of(_get(message, "content"), role),
+                        author=hm.function_recipient(name), channel=hm.COMMENTARY,
+                        recipient=hm.ASSISTANT)]
+    if role == hm.ASSISTANT:
         return assistant_turn(message)
     raise NotRenderable(f"a message with role {role!r}", kind="role")
 
 
 def conversation(messages: Sequence[Any], tools: Iterable[Any] | None = None,
-                 tool_choice: Any = None, reasoning_effort: str | None = None, *,
+                 reasoning_effort: str | None = None, *,
                  model_identity: str | None = None, today: datetime.date | None = None
                  ) -> list[Message]:
-    """The Harmony messages of a chat completions request, system and developer first."""
+    """The Harmony messages of a chat completions request, system and developer first
+    (``tools``: see :func:`declared_functions`)."""
     if not messages:
         raise NotRenderable("the request has no messages")
-    if _get(messages[-1], "role") == "assistant":
+    if _get(messages[-1], "role") == hm.ASSISTANT:
         raise NotRenderable("the last message is from the assistant")
     effort = getattr(reasoning_effort, "value", reasoning_effort)
     if effort is not None and effort not in EFFORTS:
@@ -328,17 +325,17 @@ def conversation(messages: Sequence[Any], tools: Iterable[Any] | None = None,
     start = 0
     for m in messages:
         role = _get(m, "role")
-        if role not in ("system", "developer"):
+        if role not in (hm.SYSTEM, hm.DEVELOPER):
             break
         instructions.append(text_of(_get(m, "content"), role))
         start += 1
-    functions = declared_functions(tools, tool_choice)
+    functions = declared_functions(tools)
     date = (today or datetime.datetime.now(datetime.UTC).date()).isoformat()
-    out = [Message("system", System(date, effort or "medium", model_identity or MODEL_IDENTITY,
+    out = [Message(hm.SYSTEM, System(date, effort or "medium", model_identity or MODEL_IDENTITY,
                                     function_routing=bool(functions)))]
     instruction_text = "\n\n".join(t for t in instructions if t)
     if instruction_text or functions:
-        out.append(Message("developer", Developer(instruction_text or None, functions)))
+        out.append(Message(hm.DEVELOPER, Developer(instruction_text or None, functions)))
     rest = messages[start:]
     names = call_names(rest)
     body = [h for m in rest for h in chat_message(m, names)]
@@ -352,13 +349,15 @@ switches engines add when a reasoning effort is given; gpt-oss has no such switc
 
 
 def from_request(request: Any, tools: Iterable[Any] | None = None, *,
+                 reasoning_effort: str | None = None,
                  today: datetime.date | None = None) -> list[Message]:
     """The Harmony messages of a chat completions request, a dict or an engine's object.
 
-    ``tools``: the request's tools as the engine selected them (default: its ``tools``).
-    Besides the fields of :func:`conversation`, reads ``chat_template_kwargs`` (their
-    ``reasoning_effort`` and ``model_identity``; any other is for a chat template, so the
-    request is not renderable here) and ``continue_final_message`` (not renderable either).
+    ``tools``: the tools to list (default: the request's ``tools``); ``reasoning_effort``: the
+    effort as the engine resolved it (default: the request's). Besides the fields of
+    :func:`conversation`, reads ``chat_template_kwargs`` (their ``reasoning_effort`` and
+    ``model_identity``; any other is for a chat template, so the request is not renderable
+    here) and ``continue_final_message`` (not renderable either).
     """
     if _get(request, "continue_final_message"):
         raise NotRenderable("continue_final_message is set")
@@ -367,26 +366,27 @@ def from_request(request: Any, tools: Iterable[Any] | None = None, *,
     if unknown:
         raise NotRenderable(f"chat_template_kwargs {unknown} are for the chat template",
                             kind="chat_template_kwargs")
-    effort = _get(request, "reasoning_effort") or template_kwargs.get("reasoning_effort")
+    effort = (reasoning_effort or _get(request, "reasoning_effort")
+              or template_kwargs.get("reasoning_effort"))
     messages = [m.model_dump(exclude_none=True) if hasattr(m, "model_dump") else m
                 for m in _get(request, "messages") or ()]  # an engine's pydantic messages
     return conversation(messages, tools if tools is not None else _get(request, "tools"),
-                        _get(request, "tool_choice"), effort,
-                        model_identity=template_kwargs.get("model_identity"), today=today)
+                        effort, model_identity=template_kwargs.get("model_identity"),
+                        today=today)
 
 
 # -- pieces and ids out ---------------------------------------------------------------------
 
 
 def prompt_pieces(messages: Iterable[Message], tools_section: ToolsSection | None = None,
-                  next_role: str = "assistant") -> list[Piece]:
+                  next_role: str = hm.ASSISTANT) -> list[Piece]:
     """The prompt for the next turn: every message, then ``<|start|>`` and ``next_role``."""
     out = [p for m in messages for p in m.pieces(tools_section)]
-    return [*out, Piece(MARKER, "<|start|>"), Piece(TEXT, next_role)]
+    return [*out, Piece(MARKER, hm.START_TOKEN), Piece(TEXT, next_role)]
 
 
 def encode(pieces: Iterable[Piece], encode_ordinary: Callable[[str], list[int]],
-           specials: Mapping[str, int] = O200K_HARMONY_SPECIALS) -> list[int]:
+           specials: Mapping[str, int] = hm.SPECIAL_IDS) -> list[int]:
     """Token ids of prompt pieces: markers as their ids in ``specials`` (o200k_harmony's by
     default), each run of text (any kind) as ordinary tokens (``encode_ordinary``: a
     control-token spelling stays text)."""
@@ -409,4 +409,9 @@ def spelled(pieces: Iterable[Piece]) -> str:
     """The prompt as text, markers spelled literally; a control-token spelling inside text is
     written ``<\\|end\\|>`` so it cannot be mistaken for the token."""
     return "".join(p.text if p.kind == MARKER
-                   else p.text.replace("<|", "<\\|").replace("|>", "\\|>") for p in pieces)
+                   else p.text.replace(hm.OPEN, _OPEN_AS_TEXT).replace(hm.CLOSE, _CLOSE_AS_TEXT)
+                   for p in pieces)
+
+
+_OPEN_AS_TEXT = hm.OPEN.replace("|", "\\|")
+_CLOSE_AS_TEXT = hm.CLOSE.replace("|", "\\|")

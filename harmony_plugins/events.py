@@ -1,4 +1,4 @@
-"""The events a :class:`~harmony_plugins.StreamParser` emits.
+"""The events a parse emits (:class:`~harmony_plugins.Turn`, ``StreamParser``).
 
 Events are plain data: slotted dataclasses that compare with ``==`` and can be matched
 with ``match``. They carry no behaviour. Treat them as immutable; they are not declared
@@ -12,6 +12,11 @@ arrive in many pieces (one per delta): concatenating them gives the message's te
 that a recovery rule turns into content (free text between messages, an output with no
 markup) is framed as a message of its own. Messages whose body is dropped by a rule are not
 framed (their :class:`Recovery` says why). Do not subclass these classes.
+
+Each fact is carried by one event, and each field means one thing: what a message is (its
+kind, the channel it counts as, the channel, recipient and content type as written) is said
+once, by its :class:`MessageBegin`; the text and call events that follow carry only their own
+data.
 """
 
 from __future__ import annotations
@@ -55,32 +60,31 @@ class MessageEnd:
 
 @dataclass(slots=True)
 class ReasoningText:
-    """Chain-of-thought text (the ``analysis`` channel, or an unknown channel)."""
+    """A piece of chain-of-thought text (a message of kind ``"reasoning"``)."""
 
     text: str
-    channel: str | None = "analysis"
 
 
 @dataclass(slots=True)
 class ContentText:
-    """User-visible text: the ``final`` answer or a ``commentary`` preamble."""
+    """A piece of user-visible text (a message of kind ``"content"``: the answer, a preamble,
+    or text a rule turned into content); which one, its :class:`MessageBegin` says."""
 
     text: str
-    channel: str | None = "final"
 
 
 @dataclass(slots=True)
 class ToolCallBegin:
-    """A call to a declared function; emitted as soon as its header is complete.
+    """A call to a declared function; emitted as soon as its header is complete, right after
+    its :class:`MessageBegin` (which has the channel, recipient and content type).
 
-    ``index`` counts the calls of one response from 0; ``id`` is unique.
+    ``index`` counts the calls of one response from 0; ``id`` is unique; ``name`` is the
+    function's name as declared.
     """
 
     index: int
     id: str
     name: str
-    channel: str | None = None
-    content_type: str | None = None
 
 
 @dataclass(slots=True)
@@ -114,11 +118,13 @@ class EndOfTurn:
 
     ``reason`` says what ended the model's turn: ``"return"``, ``"call"``,
     ``"end_of_text"``, ``"forged_turn"`` or ``"end_of_stream"`` (no stop marker seen).
-    ``finish_reason`` is the OpenAI one: ``"length"``, ``"tool_calls"`` or ``"stop"``.
+    ``finish_reason`` is the OpenAI one: ``"length"``, ``"tool_calls"`` or ``"stop"``; None when
+    the turn was closed with the finish ``"unknown"`` (an engine that did not say why it
+    stopped reports its own).
     """
 
     reason: str
-    finish_reason: str
+    finish_reason: str | None
 
 
 @dataclass(slots=True)

@@ -7,7 +7,7 @@ holding back only what cannot be decided yet:
   ordinary tokens are joined; most tokens are whole characters, kept as text in the
   vocabulary table, so only runs with a cut character are decoded (in one call).
 * text: a possible marker cut by the end of the delta (``<|chan``), at most
-  ``MAX_SPELLING - 1`` characters. Text is searched for ``<|`` with ``str.find``, so each
+  ``harmony.MAX_SPELLING - 1`` characters. Text is searched for ``<|`` with ``str.find``, so each
   character is looked at a constant number of times. Where a marker sits between text that
   may end up side by side in one field (a dropped marker: ``A<|`` + ``<|reserved_200010|>``
   + ``end|>B``; or ``<|end|>`` between content and free text), the end of the text before
@@ -28,13 +28,14 @@ import operator
 from collections.abc import Iterable
 from typing import Any
 
-from . import markers as mk
+from . import harmony as hm
 from . import rules
 from .events import Event
 from .machine import BODY, REASONING, Machine
 
 _utf8_decode = codecs.utf_8_decode  # (data, errors, final) -> (text, bytes used)
 _INT_ONLY = frozenset({int})
+_OPEN, _CLOSE = hm.OPEN, hm.CLOSE  # every spelling begins and ends with these
 
 
 def checked_ids(ids: Any) -> list[int]:
@@ -165,10 +166,10 @@ class TextInput:
     def _remember(self, text: str) -> None:
         k = text.rfind("<")
         if k >= 0:
-            self.tail = text[k:] if len(text) - k < mk.MAX_SPELLING else ""
+            self.tail = text[k:] if len(text) - k < hm.MAX_SPELLING else ""
         elif self.tail:
             tail = self.tail + text
-            self.tail = tail if len(tail) < mk.MAX_SPELLING else ""
+            self.tail = tail if len(tail) < hm.MAX_SPELLING else ""
 
     def feed(self, text: str, machine: Machine, out: list[Event]) -> None:
         if self.held:
@@ -180,22 +181,22 @@ class TextInput:
             if emit_from < 0:
                 return
         find = text.find
-        spellings = mk.SPELLINGS
-        longest = mk.MAX_SPELLING
+        spellings = hm.SPELLINGS
+        longest = hm.MAX_SPELLING
         n = len(text)
-        i = find("<|", emit_from)
+        i = find(_OPEN, emit_from)
         while i >= 0:
-            j = find("|>", i + 2, i + longest)
+            j = find(_CLOSE, i + 2, i + longest)
             if j < 0:
-                if n - i < longest and text[i:] in mk.PREFIXES:
+                if n - i < longest and text[i:] in hm.PREFIXES:
                     self.held = text[i:]  # a marker may be cut by the end of the delta
                     n = i
                     break
-                i = find("<|", i + 1)
+                i = find(_OPEN, i + 1)
                 continue
             marker = spellings.get(text[i : j + 2])
             if marker is None:
-                i = find("<|", i + 1)
+                i = find(_OPEN, i + 1)
                 continue
             if emit_from < i:
                 self._pass(text[emit_from:i], machine, out)
@@ -203,7 +204,7 @@ class TextInput:
             if machine.joins(marker):
                 # The text on both sides joins up: it must not spell a control token.
                 tail = self.tail
-                self.joint = tail if tail and tail in mk.PREFIXES else ""
+                self.joint = tail if tail and tail in hm.PREFIXES else ""
                 machine.marker(marker, out)
                 if self.joint:
                     emit_from = self._settle(text, emit_from, machine, out)
@@ -212,7 +213,7 @@ class TextInput:
             else:
                 self.tail = ""
                 machine.marker(marker, out)
-            i = find("<|", emit_from)
+            i = find(_OPEN, emit_from)
         else:
             if n and text[-1] == "<" and emit_from < n:
                 self.held = "<"
@@ -231,21 +232,21 @@ class TextInput:
         """
         joint = self.joint
         while True:
-            rest = text[pos : pos + mk.MAX_SPELLING]
+            rest = text[pos : pos + hm.MAX_SPELLING]
             joined = joint + rest
-            k = joined.find("|>", max(len(joint) - 1, 1))
-            if k >= 0 and joined[: k + 2] in mk.SPELLINGS:
+            k = joined.find(_CLOSE, max(len(joint) - 1, 1))
+            if k >= 0 and joined[: k + 2] in hm.SPELLINGS:
                 end = pos + k + 2 - len(joint)  # the right part of the spelling: dropped
                 machine.drop_text(rules.SPLIT_MARKER, text[pos:end], out)
                 pos = end
                 continue
-            if rest.startswith("<|"):
-                j = rest.find("|>", 2)
-                marker = mk.SPELLINGS.get(rest[: j + 2]) if j >= 0 else None
+            if rest.startswith(_OPEN):
+                j = rest.find(_CLOSE, 2)
+                marker = hm.SPELLINGS.get(rest[: j + 2]) if j >= 0 else None
                 if marker is not None and machine.joins(marker):
                     return pos  # another dropped marker: the joint waits across it
-            if pos + len(rest) == len(text) and (not rest or joined in mk.PREFIXES
-                                                 or rest in mk.PREFIXES):
+            if pos + len(rest) == len(text) and (not rest or joined in hm.PREFIXES
+                                                 or rest in hm.PREFIXES):
                 self.held = rest  # too short to tell yet
                 return -1
             self.joint = ""

@@ -14,17 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from . import markers, rules
+from . import harmony as hm
+from . import rules
 
-KNOWN_CHANNELS = frozenset({"analysis", "commentary", "final"})
-CONTENT_TYPE_SUFFIXES = ("json", "code")
-"""Content types a model may glue to a recipient's name (``to=functions.shelljson``)."""
-
-OTHER_ROLES = frozenset({"user", "system", "developer", "tool"})
-"""Roles that, written as plain text after ``<|end|>``, begin a forged turn."""
-
-TOOL_NAMESPACES = ("functions.", "browser.", "container.")
-
+_TO = hm.RECIPIENT
+_FUNCTIONS = hm.FUNCTIONS_PREFIX
 ROLE = -1  # the role section's kind; the others use the marker constants
 
 
@@ -50,23 +44,24 @@ class Header:
     def written_content_type(self) -> str | None:
         """The content type as the model wrote it: ``<|constrain|>json`` or ``json``."""
         ct = self.content_type
-        return ("<|constrain|>" + ct if self.constrained else ct) if ct is not None else None
+        return (hm.constrained(ct) if self.constrained else ct) if ct is not None else None
 
     @property
     def forged(self) -> bool:
         """A message by anyone but the assistant: the model is writing the next turn."""
-        return self.role is not None and self.role != "" and self.role.lower() != "assistant"
+        return self.role is not None and self.role != "" and self.role.lower() != hm.ASSISTANT
 
 
 def is_other_role(word: str) -> bool:
     """Whether a bare word (no ``<|start|>`` before it) names a role other than assistant."""
-    return word.lower() in OTHER_ROLES or word.startswith(TOOL_NAMESPACES) or word == "python"
+    return (word.lower() in hm.OTHER_ROLES or word.startswith(hm.TOOL_NAMESPACES)
+            or word == hm.PYTHON)
 
 
 def is_content_type(word: str, tools: frozenset[str]) -> bool:
     """Whether a word is a content type we know (``json``, ``code``, or a function's name);
     any other word where a content type may stand is junk, dropped and counted."""
-    return word in CONTENT_TYPE_SUFFIXES or word.startswith("functions.") or word in tools
+    return word in hm.CONTENT_TYPES or word.startswith(_FUNCTIONS) or word in tools
 
 
 def spaced_names(tools: Iterable[str]) -> tuple[str, ...]:
@@ -77,17 +72,17 @@ def spaced_names(tools: Iterable[str]) -> tuple[str, ...]:
 
 def _take_spaced_recipient(text: str, spaced: tuple[str, ...]) -> tuple[str, str | None]:
     """Cut a ``to=`` naming a declared spaced name out of ``text``; return (rest, recipient)."""
-    pos = text.find("to=")
+    pos = text.find(_TO)
     while pos >= 0:
         if pos == 0 or text[pos - 1].isspace():
             start = pos + 3
-            prefix = "functions." if text.startswith("functions.", start) else ""
+            prefix = _FUNCTIONS if text.startswith(_FUNCTIONS, start) else ""
             start += len(prefix)
             for name in spaced:
                 end = start + len(name)
                 if text.startswith(name, start) and (end == len(text) or text[end].isspace()):
                     return text[:pos] + " " + text[end:], prefix + name
-        pos = text.find("to=", pos + 3)
+        pos = text.find(_TO, pos + 3)
     return text, None
 
 
@@ -102,46 +97,46 @@ def parse_header(sections: list[tuple[int, str]], role_given: bool,
     """
     h = Header()
     for kind, text in sections:
-        if spaced and "to=" in text:
+        if spaced and _TO in text:
             text, name = _take_spaced_recipient(text, spaced)
             if name is not None:
                 h.recipient = name
         first = True
         for word in text.split():
-            if word.startswith("to="):
+            if word.startswith(_TO):
                 name = word[3:]
-                if name == "" or name == "functions.":
+                if name == "" or name == _FUNCTIONS:
                     h.empty_recipient = True
-                elif name != "assistant":  # `to=assistant` addresses nobody
+                elif name != hm.ASSISTANT:  # `to=assistant` addresses nobody
                     h.recipient = name
                 continue
-            if kind == markers.CHANNEL:
+            if kind == hm.CHANNEL:
                 if first:
                     h.channel = word
                 elif h.content_type is None and is_content_type(word, tools):
                     h.content_type = word  # a bare content type: `commentary json`
                 else:
                     h.junk.append(word)
-            elif kind == markers.CONSTRAIN:
+            elif kind == hm.CONSTRAIN:
                 if first and h.content_type is None and is_content_type(word, tools):
                     h.content_type = word
                     h.constrained = True
                 else:
                     h.junk.append(word)
             elif first and role_given:
-                if word in KNOWN_CHANNELS:  # `<|start|>final<|message|>`: gpt-oss writes it
-                    h.role = "assistant"
+                if word in hm.KNOWN_CHANNELS:  # `<|start|>final<|message|>`: gpt-oss writes it
+                    h.role = hm.ASSISTANT
                     h.channel = word
                     h.role_channel = True
                 else:
                     h.role = word
             elif first and is_other_role(word):
                 h.role = word
-            elif word in KNOWN_CHANNELS and h.channel is None:
+            elif word in hm.KNOWN_CHANNELS and h.channel is None:
                 h.channel = word  # a channel name without its marker
-            elif word in CONTENT_TYPE_SUFFIXES and h.content_type is None:
+            elif word in hm.CONTENT_TYPES and h.content_type is None:
                 h.content_type = word
-            elif word != "assistant":
+            elif word != hm.ASSISTANT:
                 h.junk.append(word)
             first = False
         if role_given and kind == ROLE and h.role is None:
@@ -159,28 +154,26 @@ def final_without_message(sections: list[tuple[int, str]]) -> str | None:
     if not sections:
         return None
     kind, text = sections[-1]
-    if kind == markers.CONSTRAIN and len(sections) > 1:
+    if kind == hm.CONSTRAIN and len(sections) > 1:
         before_kind, before = sections[-2]
-        if before_kind == markers.CHANNEL and before.strip() == "final":
+        if before_kind == hm.CHANNEL and before.strip() == hm.FINAL:
             body = text.lstrip()
             return body if body and not is_header_like(body) else None
-    if kind != markers.CHANNEL:
+    if kind != hm.CHANNEL:
         return None
     stripped = text.lstrip()
-    if not stripped.startswith("final") or len(stripped) == 5 or not stripped[5].isspace():
+    n = len(hm.FINAL)
+    if not stripped.startswith(hm.FINAL) or len(stripped) == n or not stripped[n].isspace():
         return None
-    body = stripped[5:].lstrip()
+    body = stripped[n:].lstrip()
     return body or None
-
-
-HEADER_WORDS = KNOWN_CHANNELS | OTHER_ROLES | {"assistant", *CONTENT_TYPE_SUFFIXES}
 
 
 def is_header_like(text: str) -> bool:
     """Whether text holds only header words (role or channel names, ``to=...``, json, code)."""
     for word in text.split():
-        if not (word.startswith("to=") or word in HEADER_WORDS
-                or word.startswith(TOOL_NAMESPACES)):
+        if not (word.startswith(_TO) or word in hm.HEADER_WORDS
+                or word.startswith(hm.TOOL_NAMESPACES)):
             return False
     return True
 
@@ -191,14 +184,27 @@ def resolve_recipient(recipient: str, tools: frozenset[str]) -> tuple[str | None
     Returns ``(name, rule)``: ``name`` is None when no declared function matches; ``rule``
     names the recovery that made it match, or the reason it did not.
     """
-    prefixed = recipient.startswith("functions.")
-    bare = recipient[10:] if prefixed else recipient
+    prefixed = recipient.startswith(_FUNCTIONS)
+    bare = recipient[len(_FUNCTIONS):] if prefixed else recipient
     if bare in tools:
         return bare, None if prefixed else rules.BARE_RECIPIENT
-    for suffix in CONTENT_TYPE_SUFFIXES:
+    for suffix in hm.CONTENT_TYPES:
         if bare.endswith(suffix) and bare[: -len(suffix)] in tools:
             return bare[: -len(suffix)], rules.GLUED_CONTENT_TYPE
     return None, rules.UNDECLARED_FUNCTION if prefixed else rules.UNDECLARED_RECIPIENT
+
+
+def may_name_function(h: Header) -> bool:
+    """Whether a header's message may be a call to a function tool, before the tools are
+    known: a recipient other than a built-in tool's (``functions.NAME``, or a bare name that a
+    declared function may have), an empty ``to=``, or a content type ``functions.NAME``. A
+    built-in recipient (``browser.search``) is never a function: it is the same undeclared
+    recipient whether the tools are known or not."""
+    recipient = h.recipient
+    if recipient is not None:
+        return not hm.is_builtin_recipient(recipient)
+    content_type = h.content_type
+    return h.empty_recipient or (content_type is not None and content_type.startswith(_FUNCTIONS))
 
 
 def content_type_function(content_type: str | None, tools: frozenset[str]) -> str | None:
@@ -206,7 +212,7 @@ def content_type_function(content_type: str | None, tools: frozenset[str]) -> st
     the declared name, ``""`` for an undeclared ``functions.NAME``, or None."""
     if content_type is None:
         return None
-    if content_type.startswith("functions."):
-        name = content_type[10:]
+    if content_type.startswith(_FUNCTIONS):
+        name = content_type[len(_FUNCTIONS):]
         return name if name in tools else ""
     return content_type if content_type in tools else None

@@ -20,18 +20,23 @@ from __future__ import annotations
 
 import re
 
-_NAME = r"functions\.[^\s<]{1,64}"
-_WORDS = r"(?:analysis|commentary|final|json|code)"
+from . import harmony as hm
+
+_NAME = re.escape(hm.FUNCTIONS_PREFIX) + r"[^\s<]{1,64}"
+_WORDS = "(?:" + "|".join(map(re.escape, (*hm.CHANNELS, *hm.CONTENT_TYPES))) + ")"
+_TO = re.escape(hm.RECIPIENT)
 LEAK = re.compile(
-    r"<\|(?:start|end|message|channel|constrain|return|call|startoftext|endoftext|"
-    r"endofprompt|reserved_\d{1,6})\|>"
-    rf"|(?<![\w]){_WORDS}\s{{1,8}}to={_NAME}"
-    rf"|(?<![\w])to={_NAME}\s{{1,8}}{_WORDS}(?![\w])"
+    hm.SPELLING_PATTERN
+    + rf"|(?<![\w]){_WORDS}\s{{1,8}}{_TO}{_NAME}"
+    + rf"|(?<![\w]){_TO}{_NAME}\s{{1,8}}{_WORDS}(?![\w])"
 )
 CARRY = 100
 """Longer than any match, plus the character before it (for the word-boundary check)."""
 
 
+_OPEN = hm.OPEN
+_RECIPIENT = hm.RECIPIENT
+_TO_FUNCTION = hm.RECIPIENT + hm.FUNCTIONS_PREFIX
 _ALWAYS = 1 << 62  # watch_until while a match may still be growing
 
 
@@ -70,7 +75,7 @@ class LeakScanner:
         base = self.start
         found: list[str] | None = None
         pending = False
-        if "<|" in scan or "to=functions." in scan:
+        if _OPEN in scan or _TO_FUNCTION in scan:
             for m in LEAK.finditer(scan, max(0, self.counted_to - base)):
                 if m.end() == len(scan) and not final and scan[-2:] != "|>":
                     pending = True
@@ -79,7 +84,7 @@ class LeakScanner:
                     found = []
                 found.append(m.group())
                 self.counted_to = base + m.end()
-        armed = scan.rfind("to=")
+        armed = scan.rfind(_RECIPIENT)
         self.watch_until = _ALWAYS if pending else base + armed + CARRY if armed >= 0 else 0
         tail = scan[-CARRY:]
         self.recent = [tail]

@@ -65,9 +65,11 @@ Every message whose body is shown is framed: ``MessageBegin`` when its header ro
 (free text, no markup at all, a ``final`` header without ``<|message|>``) is a message of its
 own. The first message's header is a header like any other: text before any marker that an
 ``<|end|>`` closes is dropped, not content; only an output with no marker at all (a stop token
-aside) is content. With ``tools_unknown`` no recipient resolves: every message with one is
-dropped (``tools_unknown``), and a caller that learns the tools parses again
-(:meth:`harmony_plugins.turn.Turn.declare`).
+aside) is content. With ``tools_unknown`` no function is declared yet: a message that may be a
+call to one (a recipient other than a built-in tool's) is dropped by the rule ``tools_unknown``
+and counted in ``maybe_calls``, with no call outcome (whether it is a call, only the tools could
+say); a built-in recipient is undeclared as with any tools. A caller that learns the tools
+parses again (:meth:`harmony_plugins.turn.Turn.declare`).
 
 When a call ends, its arguments are checked (:mod:`harmony_plugins.checks`) and the outcome
 rides on :class:`ToolCallEnd`. Visible text (content) is scanned for leaked markup as it
@@ -80,8 +82,8 @@ import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from . import harmony as mk
 from . import header as hdr
-from . import markers as mk
 from . import rules
 from .arguments import ArgumentCutter
 from .checks import ArgumentChecker
@@ -120,10 +122,10 @@ _ENDED_BY = {mk.START: "new_header", mk.CHANNEL: "new_header", mk.END: "end",
 def counted_channel(kind: str, written: str | None) -> str:
     """The valid Harmony channel a message of ``kind`` counts as (``MessageBegin.channel``)."""
     if kind == "reasoning":
-        return "analysis"  # unknown channels are chain of thought
-    if written in hdr.KNOWN_CHANNELS and (kind == "call" or written != "analysis"):
+        return mk.ANALYSIS  # unknown channels are chain of thought
+    if written in mk.KNOWN_CHANNELS and (kind == "call" or written != mk.ANALYSIS):
         return written
-    return "final" if kind == "content" else "commentary"
+    return mk.FINAL if kind == "content" else mk.COMMENTARY
 
 
 def random_call_id() -> str:
@@ -141,9 +143,9 @@ class Machine:
     __slots__ = (
         "tools", "spaced", "checker", "new_id", "pass_undeclared", "tools_unknown",
         "state", "after_call", "stop_reason", "calls", "seen_marker", "recoveries",
-        "outcomes", "leaks",
+        "outcomes", "leaks", "maybe_calls",
         "role_given", "free", "sections", "section_kind", "pieces",
-        "route", "channel", "drop_rule", "dropped", "cutter", "call_index", "call_name",
+        "route", "drop_rule", "dropped", "cutter", "call_index", "call_name",
         "scanner",
     )
 
@@ -169,6 +171,7 @@ class Machine:
         self.recoveries: dict[str, int] = {}  # rule -> times applied, for adapters' counters
         self.outcomes: dict[str, int] = {}  # call outcome -> calls (rules.OUTCOMES)
         self.leaks = 0  # LeakSuspected events emitted
+        self.maybe_calls = 0  # tools unknown: messages whose recipient may name a function
         # Header being read.
         self.role_given = False
         self.free = False  # after <|end|> / <|call|>, no header marker yet: maybe free text
@@ -177,7 +180,6 @@ class Machine:
         self.pieces: list[str] = []
         # Body being read.
         self.route = DROP
-        self.channel: str | None = None
         self.drop_rule = rules.AFTER_END_OF_TURN
         self.dropped: list[str] = []
         self.cutter: ArgumentCutter | None = None
@@ -196,9 +198,9 @@ class Machine:
         if self.state == BODY:
             route = self.route
             if route == REASONING:
-                out.append(ReasoningText(text, self.channel))
+                out.append(ReasoningText(text))
             elif route == CONTENT:
-                out.append(ContentText(text, self.channel))
+                out.append(ContentText(text))
                 found = self.scanner.feed(text)  # type: ignore[union-attr]
                 if found:
                     self._leaked(found, out)
@@ -247,7 +249,9 @@ class Machine:
         self._recover(out, rules.UNKNOWN_TOKEN)
 
     def close(self, finish: str, out: list[Event]) -> None:
-        """End of stream: settle what is open and emit :class:`EndOfTurn`."""
+        """End of stream: settle what is open and emit :class:`EndOfTurn`. ``finish`` is why
+        the engine stopped: ``"stop"``, ``"length"`` or ``"unknown"`` (nothing else in the parse
+        depends on it)."""
         if self.state == HEADER:
             free = self._only_free()
             self._close_section()
@@ -260,8 +264,11 @@ class Machine:
         if self.state == DONE and self.dropped:
             self._recover(out, rules.AFTER_END_OF_TURN, "".join(self.dropped))
             self.dropped.clear()
+        finish_reason: str | None
         if finish == "length":
             finish_reason = "length"
+        elif finish == "unknown":  # the engine reports its own
+            finish_reason = None
         elif self.calls:
             finish_reason = "tool_calls"
         else:
@@ -283,7 +290,7 @@ class Machine:
                  out: list[Event]) -> None:
         """Content that a header rule recovered: a message of its own, in one piece."""
         out.append(MessageBegin("content", counted_channel("content", channel), channel))
-        out.append(ContentText(text, channel))
+        out.append(ContentText(text))
         scanner = LeakScanner()
         found = (scanner.feed(text) or []) + (scanner.close() or [])
         if found:
@@ -389,11 +396,11 @@ class Machine:
             return False
         self._recover(out, rules.FINAL_WITHOUT_MESSAGE)
         k = max(i for i, (kind, _) in enumerate(sections) if kind == mk.CHANNEL)
-        rest = hdr.parse_header([*sections[:k], (mk.CHANNEL, "final")], self.role_given,
+        rest = hdr.parse_header([*sections[:k], (mk.CHANNEL, mk.FINAL)], self.role_given,
                                 self.tools, self.spaced)
         if rest.junk:  # words before the channel that no rule uses
             self._recover(out, rules.HEADER_JUNK, " ".join(rest.junk))
-        self._visible(body, "final", marker, out)
+        self._visible(body, mk.FINAL, marker, out)
         return True
 
     def _header_complete(self, out: list[Event]) -> None:
@@ -406,11 +413,10 @@ class Machine:
         if h.junk:
             self._recover(out, rules.HEADER_JUNK, " ".join(h.junk))
         self.state = BODY
-        self.channel = h.channel
         recipient = h.recipient
-        if self.tools_unknown and (recipient is not None or h.empty_recipient or hdr.
-                                   content_type_function(h.content_type, self.tools) == ""):
-            self._drop(rules.TOOLS_UNKNOWN)  # a call; whose, the tools would have said
+        if self.tools_unknown and hdr.may_name_function(h):
+            self.maybe_calls += 1  # a call, if the tools declare it: they would have said
+            self._drop(rules.TOOLS_UNKNOWN)
             return
         if recipient is None:
             named = hdr.content_type_function(h.content_type, self.tools)
@@ -427,7 +433,7 @@ class Machine:
             name, rule = hdr.resolve_recipient(recipient, self.tools)
             undeclared = name is None and rule == rules.UNDECLARED_FUNCTION
             if undeclared and self.pass_undeclared:
-                name = recipient[len("functions."):]
+                name = recipient[len(mk.FUNCTIONS_PREFIX):]
             if name is not None:
                 if rule is not None:
                     self._recover(out, rule)
@@ -436,9 +442,9 @@ class Machine:
             self._drop(rule or rules.UNDECLARED_RECIPIENT)
         elif self.after_call:
             self._drop(rules.AFTER_CALL)
-        elif h.channel == "analysis":
+        elif h.channel == mk.ANALYSIS:
             self._begin_text(REASONING, h, out)
-        elif h.channel is None or h.channel == "final" or h.channel == "commentary":
+        elif h.channel is None or h.channel == mk.FINAL or h.channel == mk.COMMENTARY:
             self._begin_text(CONTENT, h, out)
             self.scanner = LeakScanner()
         else:  # an unknown channel is treated as chain of thought; its name is counted
@@ -461,14 +467,13 @@ class Machine:
         self.cutter = ArgumentCutter()
         out.append(MessageBegin("call", counted_channel("call", h.channel), h.channel,
                                 recipient_of(name), h.written_content_type))
-        out.append(ToolCallBegin(self.call_index, self.new_id(), name, h.channel,
-                                 h.content_type))
+        out.append(ToolCallBegin(self.call_index, self.new_id(), name))
 
     def _drop(self, rule: str) -> None:
         self.route = DROP
         self.drop_rule = rule
         self.dropped = []
-        if rule == rules.UNDECLARED_FUNCTION or rule == rules.TOOLS_UNKNOWN:
+        if rule == rules.UNDECLARED_FUNCTION:  # a call not surfaced
             self.count_outcome(rules.UNDECLARED)
 
     # -- bodies --------------------------------------------------------------------------

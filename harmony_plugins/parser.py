@@ -12,11 +12,14 @@ from .openai import ChatResult
 from .tools import tool_names, tool_schemas
 from .vocab import Vocab
 
-FINISHES = ("stop", "length")
+FINISHES = ("stop", "length", "unknown")
+"""Why an engine stopped: on its own (a stop token, or the output's end), at its token limit
+(``max_tokens``), or it did not say (vLLM tells its parser neither, and reports its own
+``finish_reason``). Only ``EndOfTurn.finish_reason`` depends on it."""
 
 
 def check_finish(finish: str) -> None:
-    """ValueError unless ``finish`` is why an engine stops: ``"stop"`` or ``"length"``."""
+    """ValueError unless ``finish`` is one of :data:`FINISHES`."""
     if finish not in FINISHES:
         raise ValueError(f"finish must be one of {FINISHES}, not {finish!r}")
 
@@ -89,7 +92,8 @@ class StreamParser:
         return out
 
     def close(self, finish: str = "stop") -> list[Event]:
-        """End the stream. ``finish`` is ``"length"`` when the engine hit its token limit.
+        """End the stream. ``finish`` is ``"length"`` when the engine hit its token limit,
+        ``"unknown"`` when the caller cannot tell (see :data:`FINISHES`).
 
         Flushes held-back input and returns the last events, ending with ``EndOfTurn``.
         """
@@ -123,6 +127,11 @@ class StreamParser:
     def call_outcomes(self) -> dict[str, int]:
         """Outcomes of the argument checks of the calls ended so far (``rules.OUTCOMES``)."""
         return dict(self._machine.outcomes)
+
+    @property
+    def maybe_calls(self) -> int:
+        """With ``tools_unknown``: the messages so far that may be calls to a function."""
+        return self._machine.maybe_calls
 
     @property
     def leaks_suspected(self) -> int:

@@ -7,25 +7,26 @@ is optional for harmony-ext (vLLM and SGLang install it); without it, :class:`Mi
 so in one line.
 
 openai-harmony downloads ``o200k_base.tiktoken`` unless ``TIKTOKEN_ENCODINGS_BASE`` names a folder
-holding it. Offline, and with that variable unset, the file is rebuilt from the vocabulary
-harmony-ext ships (checked against its published sha256) and the variable set.
+holding it (``openai-harmony`` 0.0.8, which SGLang installs; vLLM's ``oss-harmony`` embeds it).
+This module writes no file and sets no variable: where openai-harmony cannot load its vocabulary,
+:func:`loaded_encoding` says why, and the caller that needs it (the command line, SGLang's
+prompt hook) writes harmony-ext's copy for it (:mod:`harmony_plugins.adapter_support.vocabulary`)
+and clears the cache.
 """
 
 from __future__ import annotations
 
 import functools
-import logging
-import os
 from collections.abc import Sequence
 from typing import Any
 
-from .conversation import Function, Message, encode, prompt_pieces, spelled
-
-logger = logging.getLogger("harmony_ext")
+from . import harmony as hm
+from .conversation import Function, Message, encode, from_request, prompt_pieces, spelled
 
 NOT_INSTALLED = "openai-harmony is not installed"
 INSTALL = "pip install 'harmony-ext[render]' (vLLM and SGLang install it themselves)"
 VOCAB_ENV = "TIKTOKEN_ENCODINGS_BASE"
+"""Where openai-harmony 0.0.8 reads ``o200k_base.tiktoken`` from instead of downloading it."""
 
 
 class MissingExtra(RuntimeError):
@@ -34,36 +35,17 @@ class MissingExtra(RuntimeError):
 
 @functools.cache
 def loaded_encoding() -> tuple[Any, str | None]:
-    """(the gpt-oss Harmony encoding, None) or (None, why not); tried once per process."""
+    """(the gpt-oss Harmony encoding, None) or (None, why not); tried once per process (until
+    ``loaded_encoding.cache_clear()``: a caller that wrote the vocabulary for it tries again)."""
     try:
         import openai_harmony
     except ImportError:
         return None, NOT_INSTALLED
-
-    def load() -> Any:
-        return openai_harmony.load_harmony_encoding(
-            openai_harmony.HarmonyEncodingName.HARMONY_GPT_OSS)
-
     try:
-        return load(), None
-    except Exception as first:
-        if os.environ.get(VOCAB_ENV):
-            return None, f"{type(first).__name__}: {first}"
-        try:
-            import tempfile
-            from pathlib import Path
-
-            from .o200k import write_tiktoken_file
-
-            folder = Path(tempfile.mkdtemp(prefix="harmony-ext-vocab-"))
-            write_tiktoken_file(folder / "o200k_base.tiktoken")
-            os.environ[VOCAB_ENV] = str(folder)
-            encoding = load()
-        except Exception as e:
-            return None, f"{type(first).__name__}: {first}; offline vocabulary: {e}"
-        logger.info("harmony-ext: openai_harmony could not load its vocabulary (%s); using "
-                    "harmony-ext's offline copy (%s=%s)", first, VOCAB_ENV, folder)
-        return encoding, None
+        return openai_harmony.load_harmony_encoding(
+            openai_harmony.HarmonyEncodingName.HARMONY_GPT_OSS), None
+    except Exception as e:
+        return None, f"{type(e).__name__}: {e}"
 
 
 def encoding() -> Any:
@@ -87,7 +69,7 @@ def tools_section(functions: Sequence[Function]) -> str:
         ToolDescription.new(f.name, f.description, parameters=dict(f.parameters)
                             if f.parameters is not None else None) for f in functions])
     ids = enc.render(HarmonyMessage.from_role_and_content(Role.DEVELOPER, content))
-    body = ids[ids.index(_special(enc, "<|message|>")) + 1:-1]  # between <|message|>, <|end|>
+    body = ids[ids.index(_special(enc, hm.MESSAGE_TOKEN)) + 1:-1]  # the message's body
     return enc.decode_utf8(body)
 
 
@@ -100,11 +82,20 @@ def ordinary(text: str) -> list[int]:
     return encoding().encode(text, allowed_special=set(), disallowed_special=())
 
 
-def prompt_ids(messages: Sequence[Message], next_role: str = "assistant") -> list[int]:
+def prompt_ids(messages: Sequence[Message], next_role: str = hm.ASSISTANT) -> list[int]:
     """Token ids of the prompt for ``messages`` (from :func:`conversation.conversation`)."""
     return encode(prompt_pieces(messages, tools_section, next_role), ordinary)
 
 
-def prompt_text(messages: Sequence[Message], next_role: str = "assistant") -> str:
+def prompt_text(messages: Sequence[Message], next_role: str = hm.ASSISTANT) -> str:
     """The prompt, markers spelled literally (openai-harmony is needed only for tools)."""
     return spelled(prompt_pieces(messages, tools_section, next_role))
+
+
+def chat_prompt_ids(request: Any, tools: Any = None, *,
+                    reasoning_effort: str | None = None) -> list[int]:
+    """Token ids of the prompt for a chat completions request (a dict or an engine's object):
+    :func:`harmony_plugins.conversation.from_request`, then :func:`prompt_ids`. What an engine
+    sends the model, and what ``harmony-ext render --ids`` prints. Raises
+    :class:`~harmony_plugins.conversation.NotRenderable` or :class:`MissingExtra`."""
+    return prompt_ids(from_request(request, tools, reasoning_effort=reasoning_effort))

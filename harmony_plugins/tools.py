@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from . import harmony as hm
+
+_BROWSER = (hm.BROWSER_SEARCH, hm.BROWSER_OPEN, hm.BROWSER_FIND)
 BUILTIN_RECIPIENTS: Mapping[str, tuple[str, ...]] = {
-    "code_interpreter": ("python",),
-    "web_search_preview": ("browser.search", "browser.open", "browser.find"),
-    "web_search": ("browser.search", "browser.open", "browser.find"),
-    "container": ("container.exec",),
+    "code_interpreter": (hm.PYTHON,),
+    "web_search_preview": _BROWSER,
+    "web_search": _BROWSER,
+    "container": (hm.CONTAINER_EXEC,),
 }
 """Responses API built-in tool types, and the recipients gpt-oss uses for them."""
 
@@ -34,7 +37,7 @@ def field(tool: Any, key: str) -> Any:
 def recipient(name: str) -> str:
     """The Harmony recipient of a declared callable: ``functions.NAME``, or a built-in's own
     name (``browser.search``)."""
-    return name if name in BUILTIN_NAMES else "functions." + name
+    return name if name in BUILTIN_NAMES else hm.function_recipient(name)
 
 
 def declared_tools(tools: Iterable[Any] | None) -> list[Any]:

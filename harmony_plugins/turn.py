@@ -1,28 +1,26 @@
-"""One response choice: the request's rules, the parse, its counts and its one log line.
+"""One response choice: the request's rules, the parse and its counts.
 
 This is the core's counterpart of h11's ``Connection``. An adapter builds a :class:`Request`
 from what the engine gives it (the request's ``tools``, ``tool_choice``, the pass-undeclared
 switch) and a :class:`Turn` per response choice; it feeds each decode step to the turn and
 gets one :class:`~harmony_plugins.steps.Step` back, which it translates into its engine's
-types. Every rule about a response lives here or below: what is declared (functions,
+types. The rules about a response are decided here or below: what is declared (functions,
 Responses built-in tools and namespaces), what ``tool_choice: "none"`` does, how the
-switch is spelled, what is counted, and the log line. Adapters decide nothing about Harmony.
+switch is spelled, what the finish is when the engine does not say, what is counted.
 
-When a turn closes it hands a :class:`Summary` to the ``observer`` it was given (the
-adapters' Prometheus counters, contract section 9) and logs one line if the response needed
-any recovery or flagged a leak. Building a :class:`Request` or a :class:`Turn` parses
-nothing: engines build throw-away parser objects per request, and the work is done on the
-first feed.
+When a turn closes it hands a :class:`Summary` to the ``observer`` it was given; the
+adapters' observer (:mod:`harmony_plugins.adapter_support.metrics`) counts it on ``/metrics``
+and writes the one log line per response that needed a recovery (contract section 9): the core
+itself logs nothing. Building a :class:`Request` or a :class:`Turn` parses nothing: engines
+build throw-away parser objects per request, and the work is done on the first feed.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import rules
 from .events import Event, ReasoningText
 from .parser import StreamParser
 from .steps import EMPTY, Step, join, step_of
@@ -34,8 +32,6 @@ SWITCH_ON = frozenset({"1", "true", "yes", "on"})
 
 PASS_UNDECLARED_ENV = "HARMONY_EXT_PASS_UNDECLARED"
 """The server option that surfaces calls to ``functions.*`` names the request did not declare."""
-
-logger = logging.getLogger("harmony_ext")
 
 
 def switch(value: str | None) -> bool:
@@ -58,8 +54,10 @@ class Request:
     read on first use, so building a Request costs nothing.
 
     ``tools_known=False``: the caller cannot tell the request's tools yet (an engine hands
-    them to another of its objects). The turn then parses without them, surfacing no call,
-    until :meth:`Turn.declare` gives them; see there.
+    them to another of its objects), or no tools will ever be given to this parse (SGLang's
+    reasoning parser with no tool parser after it). The turn then parses without them,
+    surfacing no call, until :meth:`Turn.declare` gives them or :meth:`Turn.settle` says they
+    never come; see there.
     """
 
     __slots__ = ("_tools", "tool_choice", "pass_undeclared", "tools_known", "_declared")
@@ -93,7 +91,9 @@ class Summary:
     recoveries: dict[str, int] = field(default_factory=dict)
     """Recovery rules applied, with how often."""
     outcomes: dict[str, int] = field(default_factory=dict)
-    """Tool calls by outcome (``rules.OUTCOMES``): exactly one per call the model wrote."""
+    """Tool calls by outcome (``rules.OUTCOMES``): exactly one per call the model wrote, except in
+    a parse that never had the tools, whose possible calls are counted by the rule
+    ``tools_unknown`` alone (whether they were calls, only the tools could say)."""
     leaks: list[str] = field(default_factory=list)
     """Excerpts of suspected markup in visible text."""
 
@@ -105,22 +105,22 @@ class Turn:
     """One response choice's parse: feed each step, get one :class:`Step` back.
 
     Feed token ids (:meth:`feed_ids`) or text with literal markers (:meth:`feed_text`),
-    never both; ``finish`` on the last feed (or :meth:`close`) ends the turn, which logs
-    and reports it once. ``encoding`` is the :class:`Vocab` of the ids; ``id_factory`` makes
-    call ids; ``observer`` receives the :class:`Summary`; ``log`` is the logger to use.
+    never both; ``finish`` on the last feed (or :meth:`close`) ends the turn, which reports it
+    once. ``encoding`` is the :class:`Vocab` of the ids; ``id_factory`` makes call ids;
+    ``observer`` receives the :class:`Summary` (it must not raise: an exception from it
+    reaches the caller of the feed that closed the turn).
     """
 
-    __slots__ = ("request", "_encoding", "_id_factory", "_parser", "_observer", "_log",
+    __slots__ = ("request", "_encoding", "_id_factory", "_parser", "_observer",
                  "_leaks", "_fed", "_finish", "summary")
 
     def __init__(self, request: Request, encoding: Vocab | None = None, *,
                  id_factory: Callable[[], str] | None = None,
-                 observer: Observer | None = None, log: logging.Logger | None = None) -> None:
+                 observer: Observer | None = None) -> None:
         self.request = request
         self._encoding = encoding
         self._id_factory = id_factory
         self._observer = observer
-        self._log = log or logger
         self._parser: StreamParser | None = None
         self._leaks: list[str] = []
         # While the tools are unknown: every feed so far, to parse again once they are.
@@ -147,12 +147,13 @@ class Turn:
 
     @property
     def unresolved_calls(self) -> int:
-        """While the tools are unknown: the messages with a recipient so far (each may be a
-        call, which :meth:`declare` decides)."""
+        """While the tools are unknown: the messages so far whose recipient may name a
+        function (each may be a call, which :meth:`declare` decides); a built-in recipient
+        (``browser.search``) is not one."""
         parser = self._parser
         if self._fed is None or parser is None:
             return 0
-        return parser.call_outcomes.get(rules.UNDECLARED, 0)
+        return parser.maybe_calls
 
     def declare(self, tools: Iterable[Any] | None) -> Step:
         """Give a turn built with ``tools_known=False`` the request's tools.
@@ -162,7 +163,8 @@ class Turn:
         the reasoning of the earlier steps stays as it was handed out (routing to reasoning
         never depends on the tools, except for a call on ``analysis`` whose content type is
         a bare declared name). Returns that parse's step less its reasoning: the content and
-        calls so far, in place of the earlier steps' (which surfaced no call).
+        calls so far, in place of the earlier steps' (which surfaced no call). This is the one
+        place where the core parses again what it has seen.
 
         The turn may already be closed (the reasoning parse of a whole output ends before
         another object of the engine knows the tools): a turn whose tools are unknown is
@@ -189,8 +191,9 @@ class Turn:
 
     def settle(self) -> None:
         """The tools of a turn built with ``tools_known=False`` will never be given: close it
-        if it is open and report it as it is, every message with a recipient dropped by the
-        ``tools_unknown`` rule. Does nothing once the turn was reported."""
+        if it is open (finish ``"stop"``) and report it as it is, every message that may be a
+        call to a function dropped by the ``tools_unknown`` rule (counted by that rule, with no
+        call outcome). Does nothing once the turn was reported."""
         if self.summary is not None:
             return
         self._fed = None
@@ -209,7 +212,8 @@ class Turn:
         return self._parser.reasoning_tokens if self._parser is not None else 0
 
     def feed_ids(self, ids: Iterable[int], finish: str | None = None) -> Step:
-        """One step's token ids; with ``finish`` (``"stop"``/``"length"``) the last one."""
+        """One step's token ids; with ``finish`` (``"stop"``, ``"length"`` or ``"unknown"``:
+        :data:`~harmony_plugins.parser.FINISHES`) the last one."""
         if self._fed is not None:
             ids = list(ids)
             self._fed.append(ids)
@@ -230,8 +234,10 @@ class Turn:
         return step
 
     def close(self, finish: str = "stop") -> Step:
-        """End the turn; returns the last step (with ``finish`` set). Only once: a second
-        close returns an empty step, so an adapter may close on every path that ends."""
+        """End the turn; returns the last step (with ``finish`` set). ``finish`` is why the
+        engine stopped, ``"unknown"`` when it does not say (the step's ``EndOfTurn`` then has
+        no ``finish_reason``: the engine's own is the answer). Only once: a second close returns
+        an empty step, so an adapter may close on every path that ends."""
         if self._finish is not None:
             return EMPTY
         self._finish = finish
@@ -244,17 +250,16 @@ class Turn:
     def _summarise(self) -> None:
         parser = self.parser
         summary = self.summary = Summary(parser.recoveries, parser.call_outcomes, self._leaks)
-        self._report(summary)
-
-    def _report(self, summary: Summary) -> None:
-        if summary.recoveries:
-            self._log.info("harmony-ext recovered malformed model output: %s",
-                           ", ".join(f"{k}={v}" for k, v in sorted(summary.recoveries.items())))
-        if summary.leaks:
-            self._log.warning("harmony-ext: %d suspected markup leak(s) in visible text, "
-                              "first: %r", len(summary.leaks), summary.leaks[0][:80])
         if self._observer is not None:
-            try:
-                self._observer(summary)
-            except Exception:  # counting must never fail a response
-                self._log.exception("harmony-ext: reporting the response's counts failed")
+            self._observer(summary)
+
+
+def count_reasoning_tokens(ids: Iterable[int], request: Request,
+                           encoding: Vocab | None = None) -> int:
+    """How many of a whole output's token ids are reasoning, parsed by ``request``'s rules (its
+    tools decide one routing: a call on ``analysis`` is not reasoning). For an engine that asks
+    about ids its parser never saw; nothing is reported."""
+    parser = StreamParser(request.declared, encoding, pass_undeclared=request.pass_undeclared,
+                          tools_unknown=not request.tools_known)
+    parser.feed_ids(ids)
+    return parser.reasoning_tokens

@@ -2,7 +2,7 @@
 
 A :class:`Vocab` holds one list indexed by token id whose entries are, for ordinary tokens,
 the token's text (``str``) where its bytes are whole UTF-8 characters, else its bytes (a
-token that cuts a character); a marker constant from :mod:`harmony_plugins.markers` (special
+token that cuts a character); a marker constant from :mod:`harmony_plugins.harmony` (special
 tokens); or None (ids the tokenizer does not define). Storing text saves the hot path a
 decode per token. Building one walks the whole vocabulary, so it is done once per tokenizer
 per process and cached; the parser's hot path is then a single list index per token.
@@ -18,10 +18,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import markers as mk
-
-HARMONY_VOCAB_SIZE = mk.VOCAB_SIZE
-"""gpt-oss's embedding size: ids up to here exist even where a tokenizer lists fewer."""
+from . import harmony as hm
 
 
 class NotHarmonyTokenizer(ValueError):
@@ -46,20 +43,20 @@ class Vocab:
         cls, pieces: Sequence[bytes | None], specials: Mapping[str, int], name: str = "custom"
     ) -> Vocab:
         """Build from ordinary-token bytes (indexed by id) and special spellings -> ids."""
-        missing = [s for s in mk.REQUIRED if s not in specials]
+        missing = [s for s in hm.REQUIRED if s not in specials]
         if missing:
             raise NotHarmonyTokenizer(
                 f"tokenizer {name!r} is not a Harmony (gpt-oss) tokenizer: it has no "
                 f"special token(s) {', '.join(missing)}"
             )
-        size = max(len(pieces), max(specials.values()) + 1, HARMONY_VOCAB_SIZE)
+        size = max(len(pieces), max(specials.values()) + 1, hm.VOCAB_SIZE)
         table: list[str | bytes | int | None] = [_text_or_bytes(p) for p in pieces]
         table.extend([None] * (size - len(table)))
-        for token_id in mk.RESERVED_IDS:  # ids the model has but the tokenizer may not list
+        for token_id in hm.RESERVED_IDS:  # ids the model has but the tokenizer may not list
             if table[token_id] is None:
-                table[token_id] = mk.IGNORED
+                table[token_id] = hm.IGNORED
         for spelling, token_id in specials.items():
-            table[token_id] = mk.marker_for_spelling(spelling)
+            table[token_id] = hm.marker_for_spelling(spelling)
         return cls(table, name)
 
     @classmethod
@@ -100,10 +97,9 @@ def _o200k_harmony() -> Vocab:
         return vocab
     with _o200k_lock:
         if _o200k is None:
-            from .o200k import O200K_HARMONY_SPECIALS, o200k_base_pieces
+            from .o200k import o200k_base_pieces
 
-            _o200k = Vocab.from_pieces(o200k_base_pieces(), O200K_HARMONY_SPECIALS,
-                                       "o200k_harmony")
+            _o200k = Vocab.from_pieces(o200k_base_pieces(), hm.SPECIAL_IDS, "o200k_harmony")
         return _o200k
 
 
@@ -163,7 +159,7 @@ def _build_from_hf(tokenizer: Any) -> Vocab:
         )
     name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
     added = {int(i): tok.content for i, tok in backend.get_added_tokens_decoder().items()}
-    specials = {content: i for i, content in added.items() if content in mk.SPELLINGS}
+    specials = {content: i for i, content in added.items() if content in hm.SPELLINGS}
     if type(backend.decoder).__name__ != "ByteLevel":
         raise NotHarmonyTokenizer(
             f"tokenizer {name!r} is not byte-level BPE, so it is not gpt-oss's o200k_harmony"

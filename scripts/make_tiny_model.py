@@ -29,16 +29,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer
-from harmony_plugins.o200k import O200K_HARMONY_SPECIALS, O200K_HARMONY_VOCAB_SIZE
+from harmony_plugins.harmony import SPECIAL_IDS, VOCAB_SIZE
 
 STAMP = ".tiny-model.json"
-BOS_ID, ENDOFTEXT_ID, RETURN_ID, CALL_ID = (O200K_HARMONY_SPECIALS[s] for s in (
+BOS_ID, ENDOFTEXT_ID, RETURN_ID, CALL_ID = (SPECIAL_IDS[s] for s in (
     "<|startoftext|>", "<|endoftext|>", "<|return|>", "<|call|>"))
 # gpt-oss's generation_config: the engines stop at <|return|>, <|endoftext|>, <|call|>.
 EOS_IDS = [RETURN_ID, ENDOFTEXT_ID, CALL_ID]
 
 COMMON: dict[str, Any] = {
-    "vocab_size": O200K_HARMONY_VOCAB_SIZE,
+    "vocab_size": VOCAB_SIZE,
     "hidden_size": 64,
     "num_hidden_layers": 2,
     "num_attention_heads": 4,

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import pytest
 
-from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer
+from harmony_ext_testing.hf_tokenizer import build_hf_tokenizer
 
 
 @pytest.fixture(scope="session")
-def hf_dir(tmp_path_factory) -> Path:
-    """A real o200k_harmony Hugging Face tokenizer folder, generated offline once."""
-    return write_hf_tokenizer(tmp_path_factory.mktemp("o200k_hf"))
+def hf_tokenizer() -> Any:
+    """A real o200k_harmony Hugging Face tokenizer (``tokenizers.Tokenizer``), built offline
+    in memory once (no file: the core's tests need no writable folder)."""
+    return build_hf_tokenizer()

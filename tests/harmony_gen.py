@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from harmony_plugins import ChatResult, Recovery, StreamParser
 from harmony_plugins.events import ContentText, ReasoningText, ToolCallArguments
-from harmony_plugins.markers import SPELLINGS
+from harmony_plugins.harmony import SPELLINGS
 from harmony_plugins.o200k import tiktoken_encoding
 
 TOOLS = ["get_weather", "shell", "lookup", "web search"]

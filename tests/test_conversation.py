@@ -171,17 +171,19 @@ def test_developer_message_holds_the_leading_instructions_and_the_tools() -> Non
     assert body(messages)[-1] == ("developer", "developer", None, None, None, "Later rule.")
 
 
-@pytest.mark.parametrize("choice, names", [
-    (None, ["get_weather", "shell"]), ("auto", ["get_weather", "shell"]),
-    ("required", ["get_weather", "shell"]), ("none", []),
-    ({"type": "function", "function": {"name": "shell"}}, ["shell"]),
-    ({"type": "function", "name": "shell"}, ["shell"]),
-    (SimpleNamespace(function=SimpleNamespace(name="shell")), ["shell"]),
-])
-def test_tool_choice_decides_what_is_declared(choice: Any, names: list[str]) -> None:
-    assert [f.name for f in c.declared_functions([WEATHER, SHELL], choice)] == names
-    system = head([USER], [WEATHER, SHELL], tool_choice=choice)[0]
-    assert system.body.function_routing is bool(names)
+@pytest.mark.parametrize("choice", [
+    None, "auto", "required", "none", {"type": "function", "function": {"name": "shell"}},
+    {"type": "function", "name": "shell"}, SimpleNamespace(function=SimpleNamespace(name="shell")),
+], ids=["absent", "auto", "required", "none", "named-chat", "named-responses", "named-object"])
+def test_every_declared_tool_is_listed_whatever_tool_choice_says(choice: Any) -> None:
+    """Contract v4, section 8: the tools section lists every function the request declares,
+    whatever tool_choice names (as vLLM's renderer does; the parse side declares the same)."""
+    assert [f.name for f in c.declared_functions([WEATHER, SHELL])] == ["get_weather", "shell"]
+    messages = c.from_request({"messages": [USER], "tools": [WEATHER, SHELL],
+                               "tool_choice": choice}, today=DAY)
+    system, developer = messages[0], messages[1]
+    assert system.body.function_routing is True
+    assert [f.name for f in developer.body.functions] == ["get_weather", "shell"]
 
 
 def test_responses_shaped_tools_are_read_and_other_kinds_refused() -> None:
@@ -198,7 +200,9 @@ def test_pieces_of_a_call_a_result_and_user_text() -> None:
     assert c.spelled(call_msg.pieces()) == (
         "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>"
         + PARIS + "<|call|>")
-    assert c.CALL_HEADER.format(name="x") == (
+    from harmony_plugins import harmony
+
+    assert harmony.call_header("x") == (
         "<|start|>assistant to=functions.x<|channel|>commentary json<|message|>")
     assert call_msg.pieces() == [
         Piece(MARKER, "<|start|>"), Piece(UNTRUSTED, "assistant to=functions.get_weather"),
@@ -291,7 +295,7 @@ def test_a_request_is_read_whole_dict_or_object() -> None:
     the CLI and SGLang alike; what only a chat template can honour is refused."""
     user = {"role": "user", "content": "Hi"}
     day = datetime.date(2026, 12, 2)
-    by_fields = c.conversation([user], None, None, "low", model_identity="A bot.", today=day)
+    by_fields = c.conversation([user], None, "low", model_identity="A bot.", today=day)
     as_dict = c.from_request({"messages": [user], "chat_template_kwargs": {
         "reasoning_effort": "low", "model_identity": "A bot.", "enable_thinking": True}},
         today=day)

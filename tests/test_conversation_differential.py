@@ -211,8 +211,8 @@ def theirs(messages: list[c.Message]) -> list[int]:
 @pytest.mark.parametrize("seed", range(CASES))
 def test_same_ids_as_openai_harmony(seed: int) -> None:
     rng = random.Random(seed)
-    messages, tools, choice, effort = chat(rng)
-    harmony = c.conversation(messages, tools, choice, effort, today=DAY)
+    messages, tools, _choice, effort = chat(rng)
+    harmony = c.conversation(messages, tools, effort, today=DAY)
     ours = render.prompt_ids(harmony)
     want = theirs(harmony)
     if ours != want:

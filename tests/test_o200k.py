@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
-import json
 import lzma
 import os
 import random
@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from harmony_plugins import o200k
+from harmony_plugins.harmony import ORDINARY_TOKENS, SPECIAL_IDS
 from tests.contract_cases import KNOWN_IDS, KNOWN_TEXT
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 # The specials a HF tokenizer of gpt-oss declares (ids 199998..200018); to it the higher
 # reserved spellings are plain text, so tiktoken is told the same.
-HF_SPECIALS = {s for s, i in o200k.O200K_HARMONY_SPECIALS.items() if i < 200_019}
+HF_SPECIALS = {s for s, i in SPECIAL_IDS.items() if i < 200_019}
 assert len(HF_SPECIALS) == 21
 
 
@@ -134,10 +135,8 @@ def tt():
 
 
 @pytest.fixture(scope="session")
-def hf(hf_dir):
-    from tokenizers import Tokenizer
-
-    return Tokenizer.from_file(str(hf_dir / "tokenizer.json"))
+def hf(hf_tokenizer):
+    return hf_tokenizer
 
 
 # --- vocabulary file ---------------------------------------------------------------------
@@ -145,7 +144,7 @@ def hf(hf_dir):
 
 def test_pieces_count_and_shape():
     pieces = o200k.o200k_base_pieces()
-    assert len(pieces) == 199_998 == o200k.O200K_BASE_SIZE
+    assert len(pieces) == 199_998 == ORDINARY_TOKENS
     assert len(set(pieces)) == len(pieces)
     assert {bytes([b]) for b in range(256)} <= set(pieces)  # byte-level: every byte is a token
     assert pieces[0] == b"!" and pieces[220] == b" " and pieces[13] == b"."
@@ -157,15 +156,11 @@ def test_pieces_are_a_fresh_copy():
     assert o200k.o200k_base_pieces()[0] == b"!"
 
 
-def test_tiktoken_file_matches_official_hash(tmp_path):
+def test_tiktoken_file_matches_official_hash():
     data = o200k.tiktoken_file_bytes()
     assert len(data) == 3_613_922
     assert hashlib.sha256(data).hexdigest() == OFFICIAL_SHA256
     assert data.startswith(b"IQ== 0\n") and data.count(b"\n") == 199_998
-    path = o200k.write_tiktoken_file(tmp_path / "sub" / "o200k_base.tiktoken")
-    assert path == tmp_path / "sub" / "o200k_base.tiktoken"
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == OFFICIAL_SHA256
-    assert [p.name for p in path.parent.iterdir()] == ["o200k_base.tiktoken"]  # no temp left
 
 
 # The published hash of o200k_base.tiktoken (docs/tokenizer.md), written here by hand.
@@ -173,29 +168,22 @@ OFFICIAL_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1
 
 
 def test_the_shipped_file_is_the_official_one():
+    from harmony_plugins.data import o200k_base_xz
+
     assert o200k.O200K_BASE_SHA256 == OFFICIAL_SHA256
-    data = lzma.decompress(o200k._DATA.read_bytes())
+    data = lzma.decompress(o200k_base_xz())
     assert hashlib.sha256(data).hexdigest() == OFFICIAL_SHA256
 
 
-def test_a_file_with_another_hash_is_refused(tmp_path):
-    path = tmp_path / "o200k_base.tiktoken.xz"
-    path.write_bytes(lzma.compress(b"IQ== 0\n"))
+def test_a_file_with_another_hash_is_refused():
     with pytest.raises(RuntimeError, match="sha256 .* expected 446a9538.*reinstall harmony-ext"):
-        o200k._read_file(path)
+        o200k.checked_file(lzma.compress(b"IQ== 0\n"))
 
 
 @pytest.mark.parametrize("content", [b"", b"not xz at all"], ids=["empty", "not-xz"])
-def test_an_unreadable_file_is_refused(tmp_path, content):
-    path = tmp_path / "o200k_base.tiktoken.xz"
-    path.write_bytes(content)
-    with pytest.raises(RuntimeError, match="cannot read the o200k vocabulary.*reinstall"):
-        o200k._read_file(path)
-
-
-def test_a_missing_file_is_refused(tmp_path):
-    with pytest.raises(RuntimeError, match="cannot read the o200k vocabulary.*reinstall"):
-        o200k._read_file(tmp_path / "absent.xz")
+def test_an_unreadable_file_is_refused(content):
+    with pytest.raises(RuntimeError, match="cannot read the shipped o200k vocabulary.*reinstall"):
+        o200k.checked_file(content)
 
 
 @pytest.mark.parametrize(
@@ -211,14 +199,16 @@ def test_a_missing_file_is_refused(tmp_path):
 )
 def test_malformed_lines_are_refused(content, why):
     with pytest.raises(RuntimeError, match=why):
-        o200k._read_pieces(content)
+        o200k.parse_pieces(content)
 
 
-def test_repeated_tokens_are_refused(monkeypatch):
-    monkeypatch.setattr(o200k, "O200K_BASE_SIZE", 3)
-    with pytest.raises(RuntimeError, match="2 distinct tokens"):
-        o200k._read_pieces(b"IQ== 0\nIg== 1\nIQ== 2\n")
-    assert o200k._read_pieces(b"IQ== 0\nIg== 1\nIw== 2\n") == (b"!", b'"', b"#")
+def test_repeated_tokens_are_refused():
+    lines = [b"%s %d" % (base64.b64encode(b"t%d" % i), i) for i in range(ORDINARY_TOKENS)]
+    lines[-1] = b"%s %d" % (base64.b64encode(b"t0"), ORDINARY_TOKENS - 1)  # t0 twice
+    with pytest.raises(RuntimeError, match=f"{ORDINARY_TOKENS - 1} distinct tokens"):
+        o200k.parse_pieces(b"\n".join(lines))
+    lines[-1] = b"%s %d" % (base64.b64encode(b"last"), ORDINARY_TOKENS - 1)
+    assert o200k.parse_pieces(b"\n".join(lines))[-1] == b"last"
 
 
 def test_vocab_is_read_without_importing_tiktoken_or_tokenizers():
@@ -238,7 +228,7 @@ def test_vocab_is_read_without_importing_tiktoken_or_tokenizers():
 
 
 def test_specials_table():
-    specials = o200k.O200K_HARMONY_SPECIALS
+    specials = SPECIAL_IDS
     assert list(specials.values()) == list(range(199_998, 201_088))
     assert specials["<|return|>"] == 200_002 and specials["<|call|>"] == 200_012
     assert specials["<|endofprompt|>"] == 200_018
@@ -250,7 +240,7 @@ def test_specials_table():
 
 def test_known_sequence_decodes_to_the_documented_text(tt, harmony):
     pieces = o200k.o200k_base_pieces()
-    names = {i: s.encode() for s, i in o200k.O200K_HARMONY_SPECIALS.items()}
+    names = {i: s.encode() for s, i in SPECIAL_IDS.items()}
     text = b"".join(names[i] if i in names else pieces[i] for i in KNOWN_IDS).decode()
     assert text == KNOWN_TEXT
     assert tt.decode(KNOWN_IDS) == KNOWN_TEXT
@@ -270,7 +260,7 @@ def _harmony_specials(harmony) -> dict[str, int]:
 def test_specials_agree_with_openai_harmony(harmony):
     """openai-harmony names 200018 `<|reserved_200018|>` and also declares id 201088."""
     theirs = _harmony_specials(harmony)
-    ours = dict(o200k.O200K_HARMONY_SPECIALS)
+    ours = dict(SPECIAL_IDS)
     del ours["<|endofprompt|>"]
     ours["<|reserved_200018|>"] = 200_018
     extra = {"<|reserved_201088|>": 201_088}  # past the model's 201,088 rows
@@ -282,26 +272,10 @@ def test_specials_agree_with_openai_harmony(harmony):
 def test_specials_agree_with_our_tiktoken_encoding(tt):
     assert tt.name == "o200k_harmony"
     assert tt.n_vocab == 201_088
-    assert tt.special_tokens_set == set(o200k.O200K_HARMONY_SPECIALS)
-    for name, i in o200k.O200K_HARMONY_SPECIALS.items():
+    assert tt.special_tokens_set == set(SPECIAL_IDS)
+    for name, i in SPECIAL_IDS.items():
         assert tt.encode_single_token(name) == i
         assert tt.decode_single_token_bytes(i) == name.encode()
-
-
-def test_tiktoken_registry_loads_offline_and_agrees(tmp_path, monkeypatch, tt):
-    """Our file under TIKTOKEN_CACHE_DIR makes tiktoken's own o200k_harmony load offline;
-    its regex equals our copy and it encodes identically (it also accepts
-    `<|reserved_200018|>` as a second spelling of 200018)."""
-    import tiktoken
-
-    o200k.write_tiktoken_file(tmp_path / o200k.TIKTOKEN_CACHE_NAME)
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
-    theirs = tiktoken.get_encoding("o200k_harmony")
-    assert theirs._pat_str == o200k.O200K_PAT_STR
-    assert theirs.special_tokens_set == set(o200k.O200K_HARMONY_SPECIALS) | {"<|reserved_200018|>"}
-    assert theirs.encode_batch(CORPUS, allowed_special="all") == tt.encode_batch(
-        CORPUS, allowed_special="all"
-    )
 
 
 # --- encoding agreement ------------------------------------------------------------------------
@@ -351,7 +325,7 @@ def test_hf_decodes_the_known_sequence(hf):
 
 def test_hf_specials(hf):
     assert hf.get_vocab_size(with_added_tokens=True) == 200_019
-    for name, i in o200k.O200K_HARMONY_SPECIALS.items():
+    for name, i in SPECIAL_IDS.items():
         if i < 200_019:
             assert hf.token_to_id(name) == i and hf.id_to_token(i) == name
         else:
@@ -364,41 +338,8 @@ def test_hf_specials(hf):
     assert hf.encode("a", add_special_tokens=True).ids == [64]
 
 
-def test_hf_config_files(hf_dir):
-    config = json.loads((hf_dir / "tokenizer_config.json").read_text())
-    assert config["tokenizer_class"] == "PreTrainedTokenizerFast"
-    assert config["bos_token"] == "<|startoftext|>"
-    assert config["eos_token"] == "<|return|>"
-    assert config["pad_token"] == "<|endoftext|>"
-    assert config["model_max_length"] >= 10**9
-    decoder = config["added_tokens_decoder"]
-    assert [int(k) for k in decoder] == list(range(199_998, 200_019))
-    assert decoder["200018"]["content"] == "<|endofprompt|>"
-    assert all(v["special"] and not v["normalized"] for v in decoder.values())
-    special_map = json.loads((hf_dir / "special_tokens_map.json").read_text())
-    assert special_map == {k: config[k] for k in ("bos_token", "eos_token", "pad_token")}
-    model = json.loads((hf_dir / "tokenizer.json").read_text())["model"]
-    assert model["type"] == "BPE" and model["ignore_merges"] is True
-    assert len(model["vocab"]) == 199_998
-
-
-def test_transformers_loads_the_directory(tt, hf_dir):
-    transformers = pytest.importorskip(
-        "transformers", reason="transformers is not installed (optional; HF loading check)"
-    )
-    tok = transformers.AutoTokenizer.from_pretrained(str(hf_dir))
-    assert isinstance(tok, transformers.PreTrainedTokenizerFast)
-    assert len(tok) == 200_019
-    assert (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id) == (199_998, 200_002, 199_999)
-    for text in CORPUS:
-        ids = tok.encode(text, add_special_tokens=False)
-        assert ids == tt_encode_like_hf(tt, text), text
-        assert tok.decode(ids) == text
-    assert tok.encode("hi", add_special_tokens=True) == tt.encode("hi")
-
-
 def test_the_demo_s_ids_are_its_text_as_openai_harmony_encodes_it(harmony):
-    from harmony_plugins.cli import DEMO_OUTPUTS
+    from harmony_plugins.demo import DEMO_OUTPUTS
 
     for _title, text, ids in DEMO_OUTPUTS:
         assert harmony.encode(text, allowed_special="all") == ids, text

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harmony_ext_testing.deltas import merge_deltas
-from harmony_plugins.markers import SPELLINGS
+from harmony_plugins.harmony import SPELLINGS
 from tests.harmony_gen import (
     COUNTED,
     harmony_output,

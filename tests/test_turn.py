@@ -93,23 +93,18 @@ def test_schema_is_checked_from_the_full_tools():
     assert seen[0].outcomes == {"schema_mismatch": 1}
 
 
-def test_summary_is_reported_and_logged_once(caplog):
+def test_summary_is_reported_once_and_the_core_logs_nothing(caplog):
+    """The one log line per response is the adapters' observer's (adapter_support.metrics,
+    tested in test_adapter_support.py); the core itself writes to no logger."""
     seen = []
-    turn = Turn(Request([WEATHER]), observer=seen.append, log=logging.getLogger("t.turn"))
-    with caplog.at_level(logging.INFO, logger="t.turn"):
+    turn = Turn(Request([WEATHER]), observer=seen.append)
+    with caplog.at_level(logging.DEBUG):
         turn.feed_text("<|channel|>final<|message|>Hi<|end|>junk words<|start|>assistant"
                        "<|channel|>final<|message|>!<|return|>")
         turn.close()
         turn.close()  # a second close is empty and reports nothing
     assert len(seen) == 1
     assert seen[0].recoveries == {"free_text": 1}
-    lines = [r.getMessage() for r in caplog.records]
-    assert lines == ["harmony-ext recovered malformed model output: free_text=1"]
-
-
-def test_no_recovery_no_log_line(caplog):
-    with caplog.at_level(logging.INFO, logger="harmony_ext"):
-        Turn(Request()).feed_text("<|channel|>final<|message|>Hi<|return|>", finish="stop")
     assert caplog.records == []
 
 
@@ -124,13 +119,17 @@ def test_leaks_are_reported_with_an_excerpt():
     assert len(seen[1].leaks) == 1 and "to=functions.get_weather" in seen[1].leaks[0]
 
 
-def test_an_observer_that_fails_does_not_fail_the_response(caplog):
+def test_an_observer_that_fails_reaches_the_caller():
+    """Documented: an observer must not raise (the adapters' never does); the core does not
+    hide an exception of its caller's code."""
     def broken(summary):
         raise ValueError("registry gone")
 
-    step = Turn(Request(), observer=broken).feed_text("<|channel|>final<|message|>Hi",
-                                                      finish="stop")
-    assert step.content == "Hi" and step.finish is not None
+    turn = Turn(Request(), observer=broken)
+    assert turn.feed_text("<|channel|>final<|message|>Hi").content == "Hi"
+    with pytest.raises(ValueError, match="registry gone"):
+        turn.close()
+    assert turn.closed
 
 
 def test_building_parses_nothing():
@@ -193,19 +192,42 @@ def test_tools_unknown_then_declared_surfaces_the_call_once():
     assert seen[0].recoveries == {}
 
 
-def test_tools_never_declared_drop_calls_by_a_named_rule(caplog):
+def test_tools_never_declared_drop_calls_by_a_named_rule():
+    """A parse that never has the tools surfaces no call and counts a possible one by the
+    rule tools_unknown alone: no call outcome (it may be a declared call: never undeclared)."""
     seen = []
     turn = Turn(Request(None, tools_known=False), observer=seen.append)
-    with caplog.at_level(logging.INFO, logger="harmony_ext"):
-        step = turn.feed_text(CALL, finish="stop")
-        assert seen == []  # closed, but reported once the tools are known, or never will be
-        turn.settle()
-        turn.settle()
+    step = turn.feed_text(CALL, finish="stop")
+    assert turn.unresolved_calls == 1
+    assert seen == []  # closed, but reported once the tools are known, or never will be
+    turn.settle()
+    turn.settle()
     assert step.calls == ()
     assert len(seen) == 1
-    assert seen[0].outcomes == {"undeclared": 1}
+    assert seen[0].outcomes == {}
     assert seen[0].recoveries == {"tools_unknown": 1}
-    assert "tools_unknown=1" in caplog.text
+
+
+@pytest.mark.parametrize("tools_known", [True, False], ids=["known-empty", "never-known"])
+def test_an_undeclared_builtin_call_counts_the_same_however_the_tools_arrive(tools_known):
+    """Contract section 2: a built-in recipient the request did not declare is no call and no
+    content, one rule (undeclared_recipient), no outcome: with no tools, tools never given,
+    or tools given late (below)."""
+    search = '<|channel|>analysis to=browser.search<|message|>{"query": "x"}<|call|>'
+    seen = []
+    turn = Turn(Request([] if tools_known else None, tools_known=tools_known),
+                observer=seen.append)
+    step = turn.feed_text(search, finish="stop")
+    assert turn.unresolved_calls == 0  # never a maybe-call: no function is named
+    turn.settle()
+    assert (step.calls, step.content, step.reasoning) == ((), "", "")
+    assert seen[0].recoveries == {"undeclared_recipient": 1} and seen[0].outcomes == {}
+    late = []
+    turn = Turn(Request(None, tools_known=False), observer=late.append)
+    turn.feed_text(search)
+    turn.declare([WEATHER])
+    turn.close()
+    assert late == seen
 
 
 def test_declared_tools_that_do_not_name_the_call():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harmony_plugins import NotHarmonyTokenizer, Vocab, parse_ids
-from harmony_plugins import markers as mk
+from harmony_plugins import harmony as mk
 from harmony_plugins.o200k import tiktoken_encoding
 
 KNOWN = [200005, 35644, 200008, 1844, 31064, 25, 392, 4827, 382, 220, 17, 659, 220, 17, 16842,
@@ -37,17 +37,16 @@ def test_tiktoken_vocab_equals_default():
     assert v.table == Vocab.o200k_harmony().table
 
 
-def test_hf_vocab_equals_default(hf_dir):
-    tokenizers = pytest.importorskip("tokenizers")
-    tok = tokenizers.Tokenizer.from_file(str(hf_dir / "tokenizer.json"))
-    v = Vocab.from_hf(tok)
+def test_hf_vocab_equals_default(hf_tokenizer):
+    v = Vocab.from_hf(hf_tokenizer)
     assert v.table == Vocab.o200k_harmony().table
     assert parse_ids(KNOWN, encoding=v)["content"] == "2 + 2 = 4."
 
 
-def test_transformers_vocab_equals_default(hf_dir):
-    transformers = pytest.importorskip("transformers")
-    tok = transformers.AutoTokenizer.from_pretrained(str(hf_dir))
+def test_transformers_vocab_equals_default(hf_tokenizer):
+    import transformers
+
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=hf_tokenizer)
     v = Vocab.from_hf(tok)
     assert v is Vocab.from_hf(tok)
     assert v.table == Vocab.o200k_harmony().table
@@ -65,7 +64,7 @@ def test_special_ids_come_from_the_tokenizer():
 def test_not_a_harmony_tokenizer():
     with pytest.raises(NotHarmonyTokenizer, match=r"no special token.*<\|start\|>"):
         Vocab.from_pieces([b"a"], {"<|endoftext|>": 1}, "gpt2-like")
-    tokenizers = pytest.importorskip("tokenizers")
+    import tokenizers
     from tokenizers import models
 
     wordpiece = tokenizers.Tokenizer(models.WordPiece({"[UNK]": 0, "hello": 1, "##é": 2}))

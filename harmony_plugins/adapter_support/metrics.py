@@ -8,8 +8,10 @@ is created, so the counters are created on the first response a process finishes
 engine has set the mode up), never at import or plugin registration.
 
 A :class:`~harmony_plugins.turn.Turn` hands its :class:`~harmony_plugins.turn.Summary` to
-a :class:`Counting` observer. ``unchecked`` calls (a schema was declared but could not be
-applied) are counted as ``surfaced`` (``rules.outcome_label``: the contract's label set is
+a :class:`Counting` observer, which also writes the contract's one log line per response that
+needed a recovery (and a warning for suspected leaks): the core logs nothing, so the line is
+written here, in the adapter's logger. ``unchecked`` calls (a schema was declared but could not
+be applied) are counted as ``surfaced`` (``rules.outcome_label``: the contract's label set is
 closed); a warning says so once per process.
 """
 
@@ -20,8 +22,7 @@ import os
 import threading
 from typing import Any
 
-from harmony_plugins import rules
-from harmony_plugins.turn import Summary
+from harmony_plugins import Summary, rules
 
 RESPONSES = "harmony_ext_responses"
 RECOVERIES = "harmony_ext_recoveries"
@@ -64,17 +65,36 @@ def counters(log: logging.Logger) -> tuple[Any, Any, Any, Any] | None:
 
 
 class Counting:
-    """The observer adapters give their turns: counts each finished response, and logs
-    what it has to say in the engine's own log (``log``: the adapter's logger, which the
-    engine's logging configuration shows; a logger outside it would be lost)."""
+    """The observer adapters give their turns: logs what a finished response has to say in the
+    engine's own log (``log``: the adapter's logger, which the engine's logging configuration
+    shows; a logger outside it would be lost), and counts it on ``/metrics`` unless ``count`` is
+    False (SGLang serves ``/metrics`` only with ``--enable-metrics``). It never raises: counting
+    must never fail a response."""
 
-    __slots__ = ("log", "warned_unchecked")
+    __slots__ = ("log", "count", "warned_unchecked")
 
-    def __init__(self, log: logging.Logger) -> None:
+    def __init__(self, log: logging.Logger, count: bool = True) -> None:
         self.log = log
+        self.count = count
         self.warned_unchecked = False
 
     def __call__(self, summary: Summary) -> None:
+        try:
+            self._log(summary)
+            if self.count:
+                self._count(summary)
+        except Exception:
+            self.log.exception("harmony-ext: reporting the response's counts failed")
+
+    def _log(self, summary: Summary) -> None:
+        if summary.recoveries:
+            self.log.info("harmony-ext recovered malformed model output: %s",
+                          ", ".join(f"{k}={v}" for k, v in sorted(summary.recoveries.items())))
+        if summary.leaks:
+            self.log.warning("harmony-ext: %d suspected markup leak(s) in visible text, first: "
+                             "%r", len(summary.leaks), summary.leaks[0][:80])
+
+    def _count(self, summary: Summary) -> None:
         found = counters(self.log)
         if found is None:
             return

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from harmony_plugins.o200k import O200K_BASE_SIZE
+from harmony_plugins.harmony import ORDINARY_TOKENS
 from tests.renderings import (
     CALL_SH,
     CALL_W,
@@ -119,7 +119,7 @@ def show(encoding: Any, ids: list[int]) -> str:
     (so text and markers look different)."""
     out, run = [], []
     for i in [*ids, None]:
-        if i is None or i >= O200K_BASE_SIZE:  # a control token
+        if i is None or i >= ORDINARY_TOKENS:  # a control token
             if run:
                 out.append(encoding.decode(run).replace("<|", "<\\|").replace("|>", "\\|>"))
                 run = []

@@ -1,0 +1,60 @@
+"""The o200k vocabulary on disk, for openai-harmony on a host that cannot download it.
+
+openai-harmony 0.0.8 (SGLang's) downloads ``o200k_base.tiktoken`` at run time, or reads it from
+the folder ``TIKTOKEN_ENCODINGS_BASE`` names; on an air-gapped host only the second works. The
+core writes no file and sets no variable (:mod:`harmony_plugins.render` only says why the
+encoding did not load), so the callers that need the encoding (SGLang's prompt hook and the
+``harmony-ext render`` command) do it here: write harmony-ext's copy, checked against its
+published sha256, to a fresh temporary folder and point the variable at it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+from harmony_plugins import o200k, render
+
+
+def write_tiktoken_file(path: str | os.PathLike[str]) -> Path:
+    """Write ``o200k_base.tiktoken`` to ``path`` (a file name) and return it. The file is
+    replaced atomically, so tiktoken and openai-harmony never see a partial one (they would try
+    to download it again)."""
+    data = o200k.tiktoken_file_bytes()  # checked against its sha256 when read
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, target)
+    return target
+
+
+def load_openai_harmony(log: logging.Logger | None = None) -> str | None:
+    """Make openai-harmony's gpt-oss encoding load (:func:`harmony_plugins.render.encoding`),
+    offline if need be; returns None, or why it cannot load.
+
+    When it does not load and ``TIKTOKEN_ENCODINGS_BASE`` is unset, the vocabulary is written
+    to a temporary folder, the variable set for this process, and the load tried again (one
+    line in ``log`` says so). A variable the user set is left alone.
+    """
+    encoding, problem = render.loaded_encoding()
+    if encoding is not None or problem == render.NOT_INSTALLED:
+        return problem
+    if os.environ.get(render.VOCAB_ENV):
+        return problem
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="harmony-ext-vocab-"))
+        write_tiktoken_file(folder / o200k.FILE_NAME)
+    except (OSError, RuntimeError) as e:
+        return f"{problem}; offline vocabulary: {e}"
+    os.environ[render.VOCAB_ENV] = str(folder)
+    render.loaded_encoding.cache_clear()
+    encoding, second = render.loaded_encoding()
+    if encoding is None:
+        return f"{problem}; offline vocabulary: {second}"
+    if log is not None:
+        log.info("harmony-ext: openai_harmony could not load its vocabulary (%s); using "
+                 "harmony-ext's offline copy (%s=%s)", problem, render.VOCAB_ENV, folder)
+    return None

@@ -1,0 +1,138 @@
+"""The vocabulary files harmony-ext writes for others, read by those others.
+
+The core writes no file; what does (the engine glue's :mod:`harmony_plugins.adapter_support.
+vocabulary`, for openai-harmony and tiktoken offline, and the tests' Hugging Face tokenizer
+files in :mod:`harmony_ext_testing.hf_tokenizer`) is tested here, by the libraries that read the
+files. These tests write into temporary folders and set environment variables; the core's tests
+(``tests/test_*.py``) do neither.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer
+from harmony_plugins import o200k
+from harmony_plugins.adapter_support.vocabulary import write_tiktoken_file
+from harmony_plugins.harmony import SPECIAL_IDS
+from tests.test_o200k import CORPUS, OFFICIAL_SHA256, tt_encode_like_hf
+
+REPO = Path(__file__).resolve().parents[2]
+
+TIKTOKEN_CACHE_NAME = "fb374d419588a4632f3f557e76b4b70aebbca790"
+"""The file name tiktoken looks for in ``$TIKTOKEN_CACHE_DIR`` (the sha1 of its download URL)."""
+
+
+@pytest.fixture(scope="session")
+def tt():
+    return o200k.tiktoken_encoding()
+
+
+@pytest.fixture(scope="session")
+def hf_dir(tmp_path_factory) -> Path:
+    """A real o200k_harmony Hugging Face tokenizer folder, generated offline once."""
+    return write_hf_tokenizer(tmp_path_factory.mktemp("o200k_hf"))
+
+
+def test_the_written_file_is_the_official_one(tmp_path):
+    path = write_tiktoken_file(tmp_path / "sub" / "o200k_base.tiktoken")
+    assert path == tmp_path / "sub" / "o200k_base.tiktoken"
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == OFFICIAL_SHA256
+    assert [p.name for p in path.parent.iterdir()] == ["o200k_base.tiktoken"]  # no temp left
+
+
+_LOAD_OFFLINE = """
+import json, os, sys
+from harmony_plugins import render
+from harmony_plugins.adapter_support.vocabulary import load_openai_harmony
+problem = load_openai_harmony()
+print(json.dumps({"problem": problem, "env": os.environ.get(render.VOCAB_ENV)}))
+"""
+
+
+def test_openai_harmony_gets_the_vocabulary_written_for_it(tmp_path):
+    """Where openai-harmony cannot load (here: its embedded vocabulary made to fail, as
+    openai-harmony 0.0.8's download fails offline), the engine glue writes the file, points
+    TIKTOKEN_ENCODINGS_BASE at it, and the second load works; a variable the user set is kept."""
+    shim = tmp_path / "sitecustomize.py"
+    shim.write_text(
+        "import openai_harmony\n"
+        "_real = openai_harmony.load_harmony_encoding\n"
+        "def _load(name, *a, **k):\n"
+        "    import os\n"
+        "    base = os.environ.get('TIKTOKEN_ENCODINGS_BASE')\n"
+        "    if not base or not os.path.exists(os.path.join(base, 'o200k_base.tiktoken')):\n"
+        "        raise RuntimeError('no network')\n"
+        "    return _real(name, *a, **k)\n"
+        "openai_harmony.load_harmony_encoding = _load\n")
+    env = {k: v for k, v in os.environ.items() if k != "TIKTOKEN_ENCODINGS_BASE"}
+    env["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{REPO}"
+    out = subprocess.run([sys.executable, "-c", _LOAD_OFFLINE], env=env, capture_output=True,
+                         text=True, check=True, timeout=120)
+    seen = json.loads(out.stdout)
+    assert seen["problem"] is None
+    folder = Path(seen["env"])
+    assert hashlib.sha256((folder / "o200k_base.tiktoken").read_bytes()).hexdigest() \
+        == OFFICIAL_SHA256
+    env["TIKTOKEN_ENCODINGS_BASE"] = str(tmp_path / "empty")  # the user's: left alone
+    out = subprocess.run([sys.executable, "-c", _LOAD_OFFLINE], env=env, capture_output=True,
+                         text=True, check=True, timeout=120)
+    seen = json.loads(out.stdout)
+    assert seen["env"] == str(tmp_path / "empty") and "no network" in seen["problem"]
+
+
+def test_tiktoken_registry_loads_offline_and_agrees(tmp_path, monkeypatch, tt):
+    """Our file under TIKTOKEN_CACHE_DIR makes tiktoken's own o200k_harmony load offline;
+    its regex equals our copy and it encodes identically (it also accepts
+    `<|reserved_200018|>` as a second spelling of 200018)."""
+    import tiktoken
+
+    write_tiktoken_file(tmp_path / TIKTOKEN_CACHE_NAME)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    theirs = tiktoken.get_encoding("o200k_harmony")
+    assert theirs._pat_str == o200k.O200K_PAT_STR
+    assert theirs.special_tokens_set == set(SPECIAL_IDS) | {"<|reserved_200018|>"}
+    assert theirs.encode_batch(CORPUS, allowed_special="all") == tt.encode_batch(
+        CORPUS, allowed_special="all"
+    )
+
+
+
+
+def test_hf_config_files(hf_dir):
+    config = json.loads((hf_dir / "tokenizer_config.json").read_text())
+    assert config["tokenizer_class"] == "PreTrainedTokenizerFast"
+    assert config["bos_token"] == "<|startoftext|>"
+    assert config["eos_token"] == "<|return|>"
+    assert config["pad_token"] == "<|endoftext|>"
+    assert config["model_max_length"] >= 10**9
+    decoder = config["added_tokens_decoder"]
+    assert [int(k) for k in decoder] == list(range(199_998, 200_019))
+    assert decoder["200018"]["content"] == "<|endofprompt|>"
+    assert all(v["special"] and not v["normalized"] for v in decoder.values())
+    special_map = json.loads((hf_dir / "special_tokens_map.json").read_text())
+    assert special_map == {k: config[k] for k in ("bos_token", "eos_token", "pad_token")}
+    model = json.loads((hf_dir / "tokenizer.json").read_text())["model"]
+    assert model["type"] == "BPE" and model["ignore_merges"] is True
+    assert len(model["vocab"]) == 199_998
+
+
+def test_transformers_loads_the_directory(tt, hf_dir):
+    import transformers
+
+    tok = transformers.AutoTokenizer.from_pretrained(str(hf_dir))
+    assert isinstance(tok, transformers.PreTrainedTokenizerFast)
+    assert len(tok) == 200_019
+    assert (tok.bos_token_id, tok.eos_token_id, tok.pad_token_id) == (199_998, 200_002, 199_999)
+    for text in CORPUS:
+        ids = tok.encode(text, add_special_tokens=False)
+        assert ids == tt_encode_like_hf(tt, text), text
+        assert tok.decode(ids) == text
+    assert tok.encode("hi", add_special_tokens=True) == tt.encode("hi")

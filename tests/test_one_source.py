@@ -1,0 +1,142 @@
+"""Harmony is decided in one place: rules over the product's source, checked by reading it.
+
+Three rules (docs/architecture.md, "Rules the code keeps"):
+
+1. **One spelling.** A string constant in the product (docstrings aside) that spells a control
+   token, a channel name, ``functions.`` or ``to=`` is in the facts table
+   (``harmony_plugins/harmony.py``) or the demo's sample outputs (``harmony_plugins/demo.py``).
+2. **Adapters only translate.** ``vllm_ext`` and ``sglang_ext`` import from the core only the
+   public names (``harmony_plugins.__all__``) and the engine glue
+   (``harmony_plugins.adapter_support``), never another core module.
+3. **Sans-I/O.** The core's modules import no ``os``, ``tempfile``, ``logging``, ``pathlib`` or
+   ``shutil`` and call no ``open``; the I/O is done at the edges: the command line
+   (``cli.py``), the shipped data's reader (``data/``) and the engine glue
+   (``adapter_support/``).
+
+Each rule's check is shown to fail on a sample that breaks it, so an empty list means something.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import harmony_plugins
+
+ROOT = Path(__file__).resolve().parents[1]
+PRODUCT = ("harmony_plugins", "vllm_ext", "sglang_ext")
+ADAPTERS = ("vllm_ext", "sglang_ext")
+FACTS = {"harmony_plugins/harmony.py", "harmony_plugins/demo.py"}
+EDGES = ("harmony_plugins/cli.py", "harmony_plugins/data/", "harmony_plugins/adapter_support/")
+IO_MODULES = {"os", "tempfile", "logging", "pathlib", "shutil", "io", "subprocess", "socket"}
+
+HARMONY_STRING = re.compile(
+    r"<\|[a-z_0-9]+\|>|\bfunctions\.|\bto=|\b(?:analysis|commentary|final)\b")
+
+
+def sources(*packages: str) -> Iterator[tuple[str, ast.Module]]:
+    for package in packages:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            yield path.relative_to(ROOT).as_posix(), ast.parse(path.read_text())
+
+
+def docstrings(tree: ast.AST) -> set[int]:
+    """ids of the string constants that are docstrings (a bare string statement anywhere:
+    module, class and function docstrings, and the ones documenting an attribute)."""
+    return {id(node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)}
+
+
+def harmony_strings(name: str, tree: ast.Module) -> list[str]:
+    skip = docstrings(tree)
+    return [f"{name}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in skip and HARMONY_STRING.search(node.value)]
+
+
+def test_harmony_is_spelled_in_the_facts_table_only():
+    found = [line for name, tree in sources(*PRODUCT) if name not in FACTS
+             for line in harmony_strings(name, tree)]
+    assert found == []
+
+
+def test_the_spelling_check_can_fail():
+    sample = ast.parse('"""Docs may say <|call|>."""\nX = "<|call|>"\nY = f"{a} to={b}"\n'
+                       'Z = ("a", "final")\nW = "channel"\n')
+    assert [line.split(": ", 1)[1] for line in harmony_strings("m", sample)] == [
+        "'<|call|>'", "' to='", "'final'"]
+    assert harmony_strings("harmony_plugins/harmony.py", ast.parse(
+        (ROOT / "harmony_plugins/harmony.py").read_text()))  # the table itself is seen
+
+
+def core_imports(name: str, tree: ast.Module) -> list[str]:
+    """What a module imports from harmony_plugins that is not public."""
+    public = set(harmony_plugins.__all__)
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("harmony_plugins") and not alias.name.startswith(
+                        "harmony_plugins.adapter_support"):
+                    bad.append(f"{name}:{node.lineno}: import {alias.name}")
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            module = node.module
+            if module == "harmony_plugins":
+                bad += [f"{name}:{node.lineno}: from harmony_plugins import {a.name}"
+                        for a in node.names if a.name not in public]
+            elif module.startswith("harmony_plugins.") and not (
+                    module == "harmony_plugins.adapter_support"
+                    or module.startswith("harmony_plugins.adapter_support.")):
+                bad.append(f"{name}:{node.lineno}: from {module} import ...")
+    return bad
+
+
+def test_the_adapters_import_only_the_cores_public_names():
+    found = [line for name, tree in sources(*ADAPTERS) for line in core_imports(name, tree)]
+    assert found == []
+
+
+def test_the_import_check_can_fail():
+    sample = ast.parse("from harmony_plugins import Turn, markers\n"
+                       "from harmony_plugins.turn import pass_undeclared\n"
+                       "from harmony_plugins.adapter_support import metrics\n"
+                       "import harmony_plugins.conversation\n")
+    assert core_imports("m", sample) == [
+        "m:1: from harmony_plugins import markers",
+        "m:2: from harmony_plugins.turn import ...",
+        "m:4: import harmony_plugins.conversation",
+    ]
+    assert {"Turn", "Request", "harmony", "rules"} <= set(harmony_plugins.__all__)
+
+
+def io_uses(name: str, tree: ast.Module) -> list[str]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"{name}:{node.lineno}: import {a.name}" for a in node.names
+                      if a.name.split(".")[0] in IO_MODULES]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.split(".")[0] in IO_MODULES:
+                found.append(f"{name}:{node.lineno}: from {node.module} import ...")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id == "open"):
+            found.append(f"{name}:{node.lineno}: open(...)")
+    return found
+
+
+def test_the_core_does_no_io():
+    found = [line for name, tree in sources("harmony_plugins") if not name.startswith(EDGES)
+             for line in io_uses(name, tree)]
+    assert found == []
+
+
+def test_the_io_check_can_fail_and_the_edges_are_where_the_io_is():
+    sample = ast.parse("import os\nfrom pathlib import Path\nimport logging.handlers\n"
+                       "def f():\n    return open('x')\n")
+    assert io_uses("m", sample) == ["m:1: import os", "m:2: from pathlib import ...",
+                                    "m:3: import logging.handlers", "m:5: open(...)"]
+    edges = {name for name, tree in sources("harmony_plugins") if io_uses(name, tree)}
+    assert edges and all(name.startswith(EDGES) for name in edges)
