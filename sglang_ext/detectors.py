@@ -16,13 +16,16 @@ docs/sglang-builtin-observations.md). So there is exactly one parse per choice:
 Without a ``harmony-ext`` reasoning detector upstream (another reasoning parser, or
 ``separate_reasoning`` false), the tool detector runs its own turn on the raw text it gets.
 
-Both translate steps into SGLang's types and decide nothing about Harmony. The turn needs the
-request's tools, but SGLang gives them only to the tool detector: inside a server a hook on
-``ReasoningParser.__init__`` (:mod:`sglang_ext.plugin`) hands the reasoning detector the
-request (:meth:`HarmonyExtReasoningDetector.bind_request`). Where nothing binds it (SGLang's
-classes used directly, outside a server), the turn starts with its tools unknown and the tool
-detector gives them on its first call (:meth:`harmony_plugins.Turn.declare`); whoever of the
-turn is reported once they are known, or when its link goes if they never are.
+Both translate steps into SGLang's types. The turn needs the request's tools, but SGLang gives
+them only to the tool detector: inside a server a hook on ``ReasoningParser.__init__``
+(:mod:`sglang_ext.plugin`) hands the reasoning detector the request
+(:meth:`HarmonyExtReasoningDetector.bind_request`). Where nothing binds it (SGLang's classes
+used directly, outside a server), the turn starts with its tools unknown and the tool detector
+gives them on its first call (:meth:`harmony_plugins.Turn.declare`). Where no tool detector
+follows (SGLang says so: ``tool_call_parser_active``), no call can be surfaced, so the turn
+never has tools: it is the core's tools-unknown state, settled explicitly when the reasoning
+detector's parse ends (:meth:`harmony_plugins.Turn.settle`), and its possible calls are counted
+by the rule ``tools_unknown`` alone. A stream SGLang aborts is never finished, so never counted.
 """
 
 from __future__ import annotations
@@ -43,26 +46,32 @@ from sglang.srt.parser.reasoning_parser import (
     StreamingParseResult as ReasoningResult,
 )
 
-from harmony_plugins import Request, Step, Turn
-from harmony_plugins import markers as mk
+from harmony_plugins import (
+    Request,
+    Step,
+    Turn,
+    chat_request_tools,
+    harmony,
+    pass_undeclared,
+)
 from harmony_plugins.adapter_support import metrics
 from harmony_plugins.adapter_support.once import Once
-from harmony_plugins.tools import chat_request_tools
-from harmony_plugins.turn import pass_undeclared
 
 from . import link as links
 from .names import NAME, metrics_enabled, selected_parser, status
 from .results import streaming_result, tool_call_item
 
-THINK_START = mk.ANALYSIS_START
-THINK_END = mk.spelling(mk.END)
-"""As SGLang's gpt-oss detector: the scheduler gates grammars after the end marker, and the
-``tool_choice`` structural tag excludes are stripped of these two."""
+THINK_START = harmony.REASONING_START
+THINK_END = harmony.REASONING_END
+"""SGLang's base class wants a reasoning start and end (as its gpt-oss detector has): its
+scheduler gates grammars after the end, and the ``tool_choice`` structural tag's excludes are
+stripped of both. The core's caveat holds: the end is any message's end."""
 FORWARD_UNKNOWN_TOOLS = "SGLANG_FORWARD_UNKNOWN_TOOLS"
 """SGLang's own name for the pass-undeclared switch."""
 
 logger = logging.getLogger("sglang_ext")
-_observe = metrics.Counting(logger)
+_count = metrics.Counting(logger)
+_report = metrics.Counting(logger, count=False)  # without --enable-metrics: the log line only
 _current = links.CURRENT.get
 
 
@@ -72,7 +81,7 @@ def new_turn(tools: Iterable[Any] | None, tool_choice: Any = None, *,
     given later), and SGLang's switch or ours."""
     request = Request(tools, tool_choice, pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS),
                       tools_known=tools_known)
-    return Turn(request, observer=_observe if metrics_enabled() else None, log=logger)
+    return Turn(request, observer=_count if metrics_enabled() else _report)
 
 
 once = Once(logger)
@@ -138,12 +147,12 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
         link = self._link
         if link is None:
             request = self._request
-            if request is not None:
-                turn = new_turn(chat_request_tools(request), getattr(request, "tool_choice", None))
-            elif self.hands_off:  # the tool detector will tell
+            if not self.hands_off:  # no tool parser follows: the turn never has tools
                 turn = new_turn(None, tools_known=False)
-            else:  # no tool parser follows: no call can be surfaced
-                turn = new_turn([])
+            elif request is not None:
+                turn = new_turn(chat_request_tools(request), getattr(request, "tool_choice", None))
+            else:  # the tool detector will give them
+                turn = new_turn(None, tools_known=False)
             link = self._link = links.Link(turn)
         return link
 
@@ -165,6 +174,8 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
     def _result(self, link: links.Link, step: Step, final: bool) -> ReasoningResult:
         if self.hands_off:
             link.hand(step)
+        elif final:  # no tool detector will ever give the tools: report the turn as it is
+            link.turn.settle()
         reasoning = step.reasoning
         if self.stream_reasoning and not self._held:
             return ReasoningResult(step.content, reasoning)
@@ -198,8 +209,6 @@ class HarmonyExtDetector(BaseFormatDetector):
             warn_once("reasoning:" + reasoning_parser, "harmony-ext: --tool-call-parser %s "
                       "with --reasoning-parser %s: the two parse separately and may disagree; "
                       "select %s for both", NAME, reasoning_parser, NAME)
-        self.bot_token = THINK_START
-        self.eot_token = mk.spelling(mk.CALL)
         self.incomplete_tool_call_indices: set[int] = set()
         self._link: links.Link | None = None  # from our reasoning detector
         self._own: Turn | None = None  # raw text: no harmony-ext reasoning upstream
@@ -314,7 +323,7 @@ class HarmonyExtDetector(BaseFormatDetector):
             if link.turn.tools_unknown and self._bound_tools is not None:
                 link.declare(self._bound_tools)
             return link.may_call()
-        if not mk.may_hold_markers(text):  # no call can be in it
+        if not harmony.may_hold_markers(text):  # no call can be in it
             return False
         return bool(self._parse_whole(text, self._bound_tools).calls)
 
@@ -355,15 +364,13 @@ class HarmonyExtDetector(BaseFormatDetector):
 
     def structure_info(self) -> Any:
         """Legacy structural tag (used only when xgrammar has no ``harmony`` builder): the
-        call header the prompt renders calls in (the core's ``CALL_HEADER``), so the model is
-        held to the form it reads back."""
-        from harmony_plugins.conversation import CALL_HEADER
-
-        trigger = CALL_HEADER[:CALL_HEADER.index("to=") + len("to=")]
+        core's tag for the form the prompt renders calls in
+        (:func:`harmony_plugins.harmony.call_structural_tag`), so the model is held to the form
+        it reads back."""
 
         def info(name: str) -> StructureInfo:
-            return StructureInfo(begin=CALL_HEADER.format(name=name), end=mk.spelling(mk.CALL),
-                                 trigger=trigger)
+            tag = harmony.call_structural_tag(name)
+            return StructureInfo(begin=tag.begin, end=tag.end, trigger=tag.trigger)
 
         return info
 

@@ -5,9 +5,12 @@ the analysis sent back, renders a preamble as analysis and re-serialises call ar
 model reads a turn it never wrote (contract section 8). :func:`apply_template` wraps
 ``OpenAIServingChat._apply_jinja_template`` (the last point where the client's messages are as
 sent) and, with a ``harmony-ext`` parser on a gpt-oss model, hands the prompt ids of the core's
-rendering (:mod:`harmony_plugins.conversation`) to SGLang instead. What that rendering cannot
-represent goes to SGLang's own path, with one log line per reason;
-``HARMONY_EXT_CHAT_TEMPLATE=1`` keeps SGLang's rendering for every request.
+rendering (:func:`harmony_plugins.chat_prompt_ids`, what ``harmony-ext render --ids`` prints)
+to SGLang instead. The tools listed are the request's own: SGLang passes its template only the
+function a named ``tool_choice`` names, where the contract (section 8) lists every declared
+function, as vLLM does. What that rendering cannot represent goes to SGLang's own path, with
+one log line per reason; ``HARMONY_EXT_CHAT_TEMPLATE=1`` keeps SGLang's rendering for every
+request.
 """
 
 from __future__ import annotations
@@ -19,10 +22,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from harmony_plugins import conversation
-from harmony_plugins import render as harmony_render
+from harmony_plugins import MissingExtra, NotRenderable, chat_prompt_ids, switch
 from harmony_plugins.adapter_support.once import Once
-from harmony_plugins.turn import switch
+from harmony_plugins.adapter_support.vocabulary import load_openai_harmony
 
 from .names import NAME
 
@@ -32,8 +34,7 @@ TARGET = "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat._apply_ji
 HANDLE = "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat.handle_request"
 OPT_OUT = "HARMONY_EXT_CHAT_TEMPLATE"
 
-Unsupported = conversation.NotRenderable
-loaded_encoding = harmony_render.loaded_encoding
+Unsupported = NotRenderable
 once = Once(logger)
 
 
@@ -55,7 +56,7 @@ def apply_template(original: Callable[..., Any], self: Any, *args: Any, **kwargs
         return original(self, *args, **kwargs)
     try:
         bound = inspect.signature(original).bind(self, *args, **kwargs)
-        request, tools = bound.arguments["request"], bound.arguments.get("tools")
+        request = bound.arguments["request"]
         is_multimodal = bound.arguments.get("is_multimodal", False)
     except (TypeError, KeyError):
         _once("signature", "harmony-ext: unknown _apply_jinja_template signature; gpt-oss "
@@ -67,14 +68,14 @@ def apply_template(original: Callable[..., Any], self: Any, *args: Any, **kwargs
             raise Unsupported("SGLang uses its own chat encoder for this model")
         if is_multimodal:
             raise Unsupported("the model is served as multimodal")
-        ids = render_request(request, tools)
+        ids = render_request(request)
     except Unsupported as e:
         _once(f"fallback:{e.kind}", "harmony-ext: %s; such requests are rendered by SGLang's chat "
               "template instead of openai_harmony", e)
         return original(self, *args, **kwargs)
     _once("active", "harmony-ext: rendering gpt-oss chat prompts itself with openai_harmony "
-          "(analysis, preamble, calls in the order the model wrote them; arguments verbatim), "
-          "not with the chat template; set %s=1 to keep the template", OPT_OUT)
+          "(chain of thought, preamble, calls in the order the model wrote them; arguments "
+          "verbatim), not with the chat template; set %s=1 to keep the template", OPT_OUT)
     from sglang.srt.entrypoints.openai.protocol import MessageProcessingResult
 
     return MessageProcessingResult(prompt="", prompt_ids=ids, image_data=None, audio_data=None,
@@ -117,9 +118,21 @@ async def copy_reasoning(request: Any, raw_request: Any) -> None:
             message.reasoning_content = reasoning
 
 
-def render_request(request: Any, tools: list[dict[str, Any]] | None) -> list[int]:
-    """Prompt token ids for a ``ChatCompletionRequest`` (``tools`` as SGLang selected them)."""
+def render_request(request: Any) -> list[int]:
+    """Prompt token ids for a ``ChatCompletionRequest`` (or a dict of one): the core's."""
+    _encoding_ready()
     try:
-        return harmony_render.prompt_ids(conversation.from_request(request, tools))
-    except harmony_render.MissingExtra as e:
+        return chat_prompt_ids(request)
+    except MissingExtra as e:
         raise Unsupported(str(e), kind="encoding") from None
+
+
+_ready = False
+
+
+def _encoding_ready() -> None:
+    """openai-harmony 0.0.8 (SGLang's) downloads its vocabulary: offline, write it once."""
+    global _ready
+    if not _ready:
+        _ready = True
+        load_openai_harmony(logger)

@@ -39,7 +39,8 @@ class Link:
     ``steps``: what the tool detector has not taken yet (content and calls; reasoning is
     the reasoning detector's). ``handed``: the normal text handed over since then. A turn
     whose tools are unknown (nothing gave the reasoning detector the request) learns them
-    from the tool detector's first call (:meth:`declare`).
+    from the tool detector's first call (:meth:`declare`). A link decides nothing when it goes:
+    a turn nobody finished (a stream SGLang aborted) is not reported.
     """
 
     __slots__ = ("turn", "steps", "handed", "owner")
@@ -49,16 +50,6 @@ class Link:
         self.steps: list[Step] = []
         self.handed = ""
         self.owner: object | None = None  # the tool detector that took from it first
-
-    def __del__(self) -> None:
-        # Used without a tool detector that finished it, the turn still owes its report
-        # (its calls dropped by a named rule, counted, logged): give it as the link goes.
-        turn = self.turn
-        if turn.summary is None:
-            try:
-                turn.settle() if turn.tools_unknown else turn.close()
-            except Exception:  # never raise from a finaliser
-                logger.exception("harmony-ext: closing a parse nobody finished failed")
 
     def claim(self, detector: object) -> bool:
         """Whether ``detector`` may take from this link (the first to take owns it)."""

@@ -8,8 +8,8 @@ ordinary tokens; this does the same for SGLang's chat path.
 
 :func:`render_and_encode` wraps ``OpenAIServingChat._render_and_encode_chat_template`` (AROUND
 hook, installed by :mod:`sglang_ext.plugin`) and acts only when a ``harmony-ext`` parser is
-selected and some message or tool text spells a special token. Then the core's
-:mod:`~harmony_plugins.escaping` replaces every such spelling by a placeholder before
+selected and some message or tool text spells a special token. Then the core's escaper
+(:func:`harmony_plugins.escaper_for`) replaces every such spelling by a placeholder before
 rendering; the template's own markers become their token ids, and the text between them, with the
 spellings put back, is tokenized as plain text. Without spellings in the input the original code
 runs untouched (and its prompt cache with it).
@@ -24,7 +24,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from harmony_plugins import escaping
+from harmony_plugins import escaper_for
 from harmony_plugins.adapter_support.once import Once
 
 from .names import NAME
@@ -57,7 +57,7 @@ def render_and_encode(original: Callable[..., Any], self: Any, *args: Any,
         _once("signature", "harmony-ext: unknown _render_and_encode_chat_template signature; "
               "control-token spellings in messages are left to SGLang")
         return original(self, *args, **kwargs)
-    guard = escaping.for_tokenizer(tokenizer)
+    guard = escaper_for(tokenizer)
     if guard is None:
         return original(self, *args, **kwargs)
     nonce = secrets.token_hex(8)

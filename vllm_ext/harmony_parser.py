@@ -2,7 +2,7 @@
 
 vLLM asks its ``HarmonyParser`` for three things, and this subclass answers each from one
 :class:`harmony_plugins.Turn` per request, fed the token ids of each step once, translating
-the turn's steps into vLLM's types and deciding nothing about Harmony:
+the turn's steps into vLLM's types:
 
 * chat completions, streamed: ``parse_delta`` → a ``DeltaMessage`` per step;
 * chat completions, whole: ``parse`` → ``(reasoning, content, tool_calls)``;
@@ -12,8 +12,11 @@ the turn's steps into vLLM's types and deciding nothing about Harmony:
   ``MessageBegin`` / ``MessageEnd`` events, with the channel it counts as (always one vLLM
   knows), its recipient and content type copied from ``MessageBegin``.
 
-Everything else (``adjust_request`` and its structural tags for ``tool_choice`` and
-``response_format``, ``is_reasoning_end``) is vLLM's own, inherited unchanged.
+vLLM tells its parser that the stream finished, not why, and reports its own
+``finish_reason``: turns are closed with the finish ``"unknown"``, which the core documents
+(the parse does not depend on it). Everything else (``adjust_request`` and its structural tags
+for ``tool_choice`` and ``response_format``, ``is_reasoning_end``) is vLLM's own, inherited
+unchanged.
 """
 
 from __future__ import annotations
@@ -28,16 +31,20 @@ from vllm.entrypoints.generate.base.protocol import DeltaMessage, FunctionCall
 from vllm.parser.harmony import ChunkResult, HarmonyParser, Segment
 from vllm.renderers.chat_utils import make_tool_call_id
 
-from harmony_plugins import Request, Step, Turn, Vocab
-from harmony_plugins.adapter_support import metrics
-from harmony_plugins.events import (
+from harmony_plugins import (
     ContentText,
     MessageBegin,
     MessageEnd,
     ReasoningText,
+    Request,
+    Step,
     ToolCallArguments,
+    Turn,
+    Vocab,
+    count_reasoning_tokens,
+    pass_undeclared,
 )
-from harmony_plugins.turn import pass_undeclared
+from harmony_plugins.adapter_support import metrics
 
 from .deltas import delta_message
 
@@ -56,6 +63,7 @@ class HarmonyExtParser(HarmonyParser):
         super().__init__(tokenizer, tools, *args, **kwargs)
         self._vocab = Vocab.from_hf(tokenizer)
         self._tools = tools
+        self._request: Request | None = None  # the rules of the last turn started
         self._turn: Turn | None = None  # this turn's parse; started on first use
         self._fed = 0  # ids fed to it
         self._past_tokens = 0  # ids fed to earlier turns (Responses reuses parsers)
@@ -67,15 +75,15 @@ class HarmonyExtParser(HarmonyParser):
     def _start(self, request: Any = None) -> Turn:
         """Start this turn from the request's tools, ``tool_choice`` and the server switch."""
         tools = self._tools if self._tools is not None else getattr(request, "tools", None)
-        turn = self._turn = Turn(
-            Request(tools, getattr(request, "tool_choice", None),
-                    pass_undeclared(os.environ)),
-            self._vocab, id_factory=make_tool_call_id, observer=_observe, log=logger)
+        rules = self._request = Request(tools, getattr(request, "tool_choice", None),
+                                        pass_undeclared(os.environ))
+        turn = self._turn = Turn(rules, self._vocab, id_factory=make_tool_call_id,
+                                 observer=_observe)
         return turn
 
     def _feed(self, token_ids: Sequence[int], request: Any, finished: bool) -> Step:
         turn = self._turn or self._start(request)
-        step = turn.feed_ids(token_ids, "stop" if finished else None)
+        step = turn.feed_ids(token_ids, "unknown" if finished else None)
         self._fed += len(token_ids)
         if finished:
             self._ended(turn)
@@ -113,7 +121,7 @@ class HarmonyExtParser(HarmonyParser):
     ) -> DeltaMessage | None:
         turn = self._turn or self._start(request)
         if finished:
-            step = turn.feed_ids(delta_token_ids, "stop")
+            step = turn.feed_ids(delta_token_ids, "unknown")
             self._fed += len(delta_token_ids)
             self._ended(turn)
         else:  # the decode step of every request: as little as possible
@@ -125,9 +133,9 @@ class HarmonyExtParser(HarmonyParser):
         turn = self._turn
         if len(token_ids) == self._past_tokens + self._fed:
             return self._past_reasoning + (turn.reasoning_tokens if turn is not None else 0)
-        fresh = Turn(Request(), self._vocab)  # ids we did not see: count afresh, unreported
-        fresh.feed_ids(token_ids)
-        return fresh.reasoning_tokens
+        # Ids this parser did not see: counted by the core with this request's rules.
+        rules = self._request or Request(self._tools, None, pass_undeclared(os.environ))
+        return count_reasoning_tokens(token_ids, rules, self._vocab)
 
     # -- the Responses API -------------------------------------------------------------
 
@@ -145,7 +153,7 @@ class HarmonyExtParser(HarmonyParser):
         turn = self._turn
         if turn is None:
             return []
-        step = turn.close()
+        step = turn.close("unknown")
         self._ended(turn)
         return self._segments(step)
 

@@ -128,8 +128,8 @@ def install_prompt_hook() -> bool:
 
     problem = prompt.check()
     if problem:
-        logger.warning("harmony-ext: assistant turns sent back are rendered as vLLM does "
-                       "(preamble before analysis): %s.", problem)
+        logger.warning("harmony-ext: chat prompts are rendered by vLLM's own Harmony renderer, "
+                       "not harmony-ext's: %s.", problem)
         return True  # the parser hook stands on its own
     return prompt.install()
 

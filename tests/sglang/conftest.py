@@ -71,6 +71,14 @@ TINY_GPT_OSS_CONFIG: dict[str, Any] = {
 
 
 @pytest.fixture(scope="session")
+def hf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real o200k_harmony Hugging Face tokenizer folder, generated offline once."""
+    from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer
+
+    return write_hf_tokenizer(tmp_path_factory.mktemp("o200k_hf"))
+
+
+@pytest.fixture(scope="session")
 def gpt_oss_model_dir(hf_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A model folder SGLang accepts: gpt_oss config.json plus the offline o200k tokenizer."""
     model = tmp_path_factory.mktemp("sglang_gpt_oss")

@@ -285,7 +285,7 @@ def test_analysis_of_every_step_is_carried_until_a_final_answer(encoding: Any) -
 
     messages = [{"role": "user", "content": USER}, *step(1, "First Paris.", PARIS),
                 *step(2, "Now Oslo.", OSLO)]
-    _, tail = split(render_request({"messages": messages}, [WEATHER]), encoding)
+    _, tail = split(render_request({"messages": messages, "tools": [WEATHER]}), encoding)
     assert tail == token_ids(encoding, [
         *user(USER), *analysis("First Paris."), *call("get_weather", PARIS),
         *result("get_weather", "r1"), *analysis("Now Oslo."), *call("get_weather", OSLO),
@@ -293,17 +293,17 @@ def test_analysis_of_every_step_is_carried_until_a_final_answer(encoding: Any) -
 
 
 def test_tool_choice_keeps_the_rendering(sglang_chat: Any, encoding: Any) -> None:
-    """``required`` and a named tool render the same history (the named one lists only itself,
-    as SGLang passes it)."""
+    """``required`` and a named tool render the same prompt as ``auto``: every declared tool is
+    listed whatever tool_choice names (contract v4, section 8), though SGLang hands its template
+    only the named one."""
     messages = history(sglang_chat, ROUND_TRIPS[3])
     tools = [WEATHER, SHELL]
     auto = prompt_ids(sglang_chat, messages, tools)
     assert prompt_ids(sglang_chat, messages, tools, tool_choice="required") == auto
     named = prompt_ids(sglang_chat, messages, tools,
                        tool_choice={"type": "function", "function": {"name": "get_weather"}})
-    assert split(named, encoding)[1] == split(auto, encoding)[1]
+    assert named == auto
     assert "type shell = " in encoding.decode(auto)
-    assert "type shell = " not in encoding.decode(named)
 
 
 def test_says_once_that_it_renders_the_prompt(sglang_chat: Any,
@@ -410,19 +410,21 @@ def test_what_harmony_cannot_represent_is_left_to_sglang(messages: list[dict[str
     from sglang_ext.history import Unsupported, render_request
 
     with pytest.raises(Unsupported, match=reason):
-        render_request({"messages": messages}, None)
+        render_request({"messages": messages})
     with pytest.raises(Unsupported, match="reasoning_effort"):
         render_request({"messages": [{"role": "user", "content": USER}],
-                        "reasoning_effort": "max"}, None)
+                        "reasoning_effort": "max"})
 
 
 def test_offline_the_vocabulary_comes_from_harmony_ext(monkeypatch: pytest.MonkeyPatch,
                                                        tmp_path: Path) -> None:
-    """openai_harmony downloads its vocabulary; offline the shipped copy is written for it."""
+    """openai_harmony downloads its vocabulary; offline the shipped copy is written for it
+    (by the engine glue, not the core) before the first prompt is rendered."""
     import tempfile
 
     import openai_harmony
 
+    from harmony_plugins import render
     from sglang_ext import history
 
     real = openai_harmony.load_harmony_encoding
@@ -437,13 +439,13 @@ def test_offline_the_vocabulary_comes_from_harmony_ext(monkeypatch: pytest.Monke
     monkeypatch.setenv("TIKTOKEN_ENCODINGS_BASE", "")
     monkeypatch.setattr(openai_harmony, "load_harmony_encoding", load)
     monkeypatch.setattr(tempfile, "mkdtemp", lambda prefix: str(tmp_path))
-    history.loaded_encoding.cache_clear()
+    monkeypatch.setattr(history, "_ready", False)
+    render.loaded_encoding.cache_clear()
     try:
-        enc, problem = history.loaded_encoding()
+        ids = history.render_request({"messages": [{"role": "user", "content": USER}]})
     finally:
-        history.loaded_encoding.cache_clear()
-    assert problem is None and enc is not None
-    assert folders == ["", str(tmp_path)]
+        render.loaded_encoding.cache_clear()
+    assert ids and folders == ["", str(tmp_path)]
     assert (tmp_path / "o200k_base.tiktoken").stat().st_size > 1_000_000
 
 
