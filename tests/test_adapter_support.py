@@ -62,18 +62,38 @@ def test_once_says_each_thing_once(caplog):
         (logging.WARNING, "first a"), (logging.INFO, "second"), (logging.ERROR, "third")]
 
 
-def test_the_adapters_spell_no_harmony_of_their_own():
-    """Every marker spelling, channel name and recipient prefix an adapter uses comes from the
-    core (docs/architecture.md, "Engine glue", gives the same check as a grep)."""
-    import re
-    from pathlib import Path
+def test_the_adapters_observer_writes_the_responses_log_line(caplog):
+    """Contract section 9: one log line per response that needed a recovery (and a warning for
+    a suspected leak), written by the adapters' observer in the adapter's logger; none for a
+    clean response."""
+    from harmony_plugins import Summary
+    from harmony_plugins.adapter_support.metrics import Counting
 
-    harmony = re.compile(r'<\|[a-z_]+\|>|"(analysis|commentary|final)"|functions\.')
-    root = Path(__file__).resolve().parents[1]
-    found = [f"{path.relative_to(root)}:{n}: {line.strip()}"
-             for package in ("vllm_ext", "sglang_ext")
-             for path in sorted((root / package).glob("*.py"))
-             for n, line in enumerate(path.read_text().splitlines(), 1)
-             if harmony.search(line)]
-    assert found == []
-    assert harmony.search('begin="<|start|>assistant"')  # the check itself can fail
+    observe = Counting(logging.getLogger("harmony_ext.test_counting"), count=False)
+    with caplog.at_level(logging.INFO, logger="harmony_ext.test_counting"):
+        observe(Summary({"free_text": 1, "after_json_value": 2}, {"surfaced": 1}, []))
+        observe(Summary({}, {"surfaced": 1}, []))
+        observe(Summary({}, {}, ["<|end|>"]))
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.INFO, "harmony-ext recovered malformed model output: after_json_value=2, "
+                       "free_text=1"),
+        (logging.WARNING, "harmony-ext: 1 suspected markup leak(s) in visible text, first: "
+                          "'<|end|>'"),
+    ]
+
+
+def test_the_adapters_observer_never_fails_a_response(caplog):
+    """Counting must never fail a response: a failure while counting is logged, not raised."""
+    from harmony_plugins import Summary
+    from harmony_plugins.adapter_support.metrics import Counting
+
+    class Broken(Counting):
+        def _count(self, summary: Summary) -> None:
+            raise ValueError("registry gone")
+
+    observe = Broken(logging.getLogger("harmony_ext.test_counting"))
+    with caplog.at_level(logging.INFO, logger="harmony_ext.test_counting"):
+        observe(Summary({}, {"surfaced": 1}, []))
+    assert [r.getMessage() for r in caplog.records] == [
+        "harmony-ext: reporting the response's counts failed"]
+    assert "registry gone" in caplog.text

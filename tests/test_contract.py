@@ -437,13 +437,6 @@ def test_cli_text_stdin_default():
     assert norm(out) == CLI_EXPECTED
 
 
-def test_cli_text_file_and_dash(tmp_path):
-    path = tmp_path / "out.txt"
-    path.write_text(CLI_TEXT, encoding="utf-8")
-    assert norm(cli_json("--input", "text", "--tool", "get_weather", str(path))) == CLI_EXPECTED
-    assert norm(cli_json("--tool", "get_weather", "-", stdin=CLI_TEXT)) == CLI_EXPECTED
-
-
 def test_cli_text_single_trailing_newline_ignored():
     """CLI help: in text mode one trailing newline (as echo adds) is not model output."""
     assert norm(cli_json("--tool", "get_weather", stdin=CLI_TEXT + "\n")) == CLI_EXPECTED
@@ -457,30 +450,19 @@ def test_cli_no_tools_no_call():
                          "tool_calls": [], "finish_reason": "stop"}
 
 
-def test_cli_ids(tmp_path):
+def test_cli_ids():
     ids = encoding().encode(CLI_TEXT, allowed_special="all")
-    path = tmp_path / "ids.json"
-    path.write_text(json.dumps(ids))
-    assert norm(cli_json("--input", "ids", "--tool", "get_weather", str(path))) == CLI_EXPECTED
     assert norm(cli_json("--input", "ids", "--tool", "get_weather",
                          stdin=json.dumps(ids))) == CLI_EXPECTED
 
 
-def test_cli_tool_repeatable_and_tools_file(tmp_path):
+def test_cli_tool_repeatable():
     text = CLI_TEXT + ("<|start|>assistant<|channel|>commentary to=functions.get_time"
                        '<|message|>{"tz":"UTC"}<|call|>')
     expected = dict(CLI_EXPECTED, tool_calls=[("get_weather", PARIS),
                                               ("get_time", '{"tz":"UTC"}')])
     out = cli_json("--tool", "get_weather", "--tool", "get_time", stdin=text)
     assert norm(out) == expected
-    tools = tmp_path / "tools.json"
-    tools.write_text(json.dumps([
-        {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
-        for n in ("get_weather", "get_time")]))
-    assert norm(cli_json("--tools", str(tools), stdin=text)) == expected
-    # --tool and --tools together: the union.
-    tools.write_text(json.dumps([{"type": "function", "function": {"name": "get_time"}}]))
-    assert norm(cli_json("--tools", str(tools), "--tool", "get_weather", stdin=text)) == expected
 
 
 def test_cli_finish_length():
@@ -562,14 +544,6 @@ def test_cli_usage_errors_exit_2(args, stdin):
     assert proc.stderr.strip(), "a usage error needs a message"
     assert "Traceback" not in proc.stderr
     assert not proc.stdout.strip()
-
-
-def test_cli_bad_tools_json_exit_2(tmp_path):
-    tools = tmp_path / "tools.json"
-    tools.write_text("[{not json")
-    proc = cli("--tools", str(tools), stdin="x")
-    assert proc.returncode == 2
-    assert proc.stderr.strip() and "Traceback" not in proc.stderr
 
 
 def test_pass_undeclared_option():

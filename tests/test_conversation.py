@@ -257,17 +257,6 @@ def test_order_rule_on_engine_messages() -> None:
     assert [m.n for m in ordered] == [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize("value, on", [("1", True), ("on", True), ("True", True),
-                                       (" yes ", True), ("0", False), ("", False)])
-def test_sglang_opt_out_switch_is_the_cores(monkeypatch: pytest.MonkeyPatch, value: str,
-                                            on: bool) -> None:
-    from sglang_ext import history
-
-    serving = SimpleNamespace(tool_call_parser="harmony-ext", is_gpt_oss=True)
-    monkeypatch.setenv(history.OPT_OUT, value)
-    assert history.active(serving) is not on
-
-
 def test_escaper_keeps_client_spellings_as_text_through_a_text_template() -> None:
     import json
 

@@ -172,15 +172,6 @@ def test_cli_ids_unusable_json_is_a_usage_error(stdin):
     _one_line_usage_error(_cli("--input", "ids", stdin=stdin))
 
 
-@pytest.mark.parametrize("data", ['[{"type": "function", "function": {"name": "f", '
-                                  '"x": ' + "9" * 5000 + "}}]",
-                                  "[" * 100_000 + "]" * 100_000, '"get"', "[5]"])
-def test_cli_tools_unusable_is_a_usage_error(tmp_path, data):
-    path = tmp_path / "tools.json"
-    path.write_text(data)
-    _one_line_usage_error(_cli("--tools", str(path), stdin="x"))
-
-
 def test_cli_usage_error_shows_the_parse_usage():
     proc = _cli("--input", "ids", stdin="nope")
     _one_line_usage_error(proc)

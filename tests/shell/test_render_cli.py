@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Current weather in a city",
     "parameters": {"type": "object", "properties": {
