@@ -82,8 +82,9 @@ CONTENT_TYPE_RECIPIENT = "content_type_recipient"
 with no recipient is the recipient."""
 
 TOOLS_UNKNOWN = "tools_unknown"
-"""[3] A message with a recipient, in a parse that was never told the request's tools (see
-``Turn.declare``): a call that cannot be surfaced; its body is dropped."""
+"""[3] A message whose recipient may name a function (not a built-in tool's), in a parse that
+was never told the request's tools (see ``Turn.declare`` and ``Turn.settle``): it cannot be
+surfaced, its body is dropped, and it is counted by this rule alone, with no call outcome."""
 
 SPLIT_MARKER = "split_marker"
 """[6] Text mode: text that would complete a control-token spelling across a dropped marker
@@ -103,11 +104,12 @@ UNCHECKED = "unchecked"
 """A schema was declared but could not be applied: ``jsonschema`` is not installed, the
 schema is invalid, or the value is nested too deep to check."""
 UNDECLARED = "undeclared"
-"""A call to a function the request did not declare: not surfaced (``undeclared_function``),
-or surfaced by the pass-undeclared option, unchecked; or a call ``tools_unknown`` dropped."""
+"""A call to a ``functions.*`` name the request did not declare: not surfaced
+(``undeclared_function``), or surfaced by the pass-undeclared option, unchecked."""
 
 OUTCOMES = (SURFACED, INVALID_JSON, NOT_OBJECT, SCHEMA_MISMATCH, UNCHECKED, UNDECLARED)
-"""Every call has exactly one of these (``ToolCallEnd.outcome``, ``Summary.outcomes``)."""
+"""Every call parsed with the request's tools has exactly one of these (``ToolCallEnd.outcome``,
+``Summary.outcomes``)."""
 
 def outcome_label(outcome: str) -> str:
     """The ``outcome`` label of ``harmony_ext_tool_calls_total`` for a call outcome: the
