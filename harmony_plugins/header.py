@@ -186,8 +186,8 @@ def resolve_recipient(recipient: str, tools: frozenset[str]) -> tuple[str | None
     """
     prefixed = recipient.startswith(_FUNCTIONS)
     bare = recipient[len(_FUNCTIONS):] if prefixed else recipient
-    if bare in tools:
-        return bare, None if prefixed else rules.BARE_RECIPIENT
+    if bare in tools:  # a built-in tool's recipient is written bare: no slip
+        return bare, None if prefixed or hm.is_builtin_recipient(bare) else rules.BARE_RECIPIENT
     for suffix in hm.CONTENT_TYPES:
         if bare.endswith(suffix) and bare[: -len(suffix)] in tools:
             return bare[: -len(suffix)], rules.GLUED_CONTENT_TYPE

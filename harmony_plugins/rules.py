@@ -47,7 +47,8 @@ AFTER_CALL = "after_call"
 """[2] Prose after a ``<|call|>`` is dropped; further calls are kept."""
 
 UNDECLARED_FUNCTION = "undeclared_function"
-"""[3] A call to a ``functions.*`` name the request did not declare is not surfaced."""
+"""[3] A call to a ``functions.*`` name the request did not declare: not surfaced (unless the
+pass-undeclared switch surfaces it; the rule is counted either way)."""
 
 UNDECLARED_RECIPIENT = "undeclared_recipient"
 """[2] A builtin or unknown recipient the request did not declare: no call, no content."""

@@ -75,12 +75,17 @@ class Request:
         return Request(tools, self.tool_choice, self.pass_undeclared)
 
     @property
+    def calls_off(self) -> bool:
+        """``tool_choice: "none"``: no call is surfaced, whatever the tools (a call the model
+        writes anyway is undeclared)."""
+        return self.tool_choice == "none" or getattr(self.tool_choice, "value", 0) == "none"
+
+    @property
     def declared(self) -> list[Any]:
         """The tools a call may name (empty with ``tool_choice: "none"``)."""
         declared = self._declared
         if declared is None:
-            none = self.tool_choice == "none" or getattr(self.tool_choice, "value", 0) == "none"
-            declared = self._declared = [] if none else declared_tools(self._tools)
+            declared = self._declared = [] if self.calls_off else declared_tools(self._tools)
         return declared
 
 

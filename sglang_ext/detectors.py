@@ -147,7 +147,11 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
         link = self._link
         if link is None:
             request = self._request
-            if not self.hands_off:  # no tool parser follows: the turn never has tools
+            choice = getattr(request, "tool_choice", None)
+            if not self.hands_off and not (request is not None and Request(None, choice).calls_off):
+                # No tool parser follows: the turn never has tools. (With tool_choice "none"
+                # SGLang runs none either, and then the request declares nothing: that is a
+                # turn whose tools are known.)
                 turn = new_turn(None, tools_known=False)
             elif request is not None:
                 turn = new_turn(chat_request_tools(request), getattr(request, "tool_choice", None))

@@ -296,7 +296,10 @@ def test_resolve_recipient():
     assert resolve_recipient("functions.shelljson", tools | {"shelljson"}) == ("shelljson", None)
     assert resolve_recipient("functions.nope", tools) == (None, rules.UNDECLARED_FUNCTION)
     assert resolve_recipient("browser.search", tools) == (None, rules.UNDECLARED_RECIPIENT)
-    assert resolve_recipient("python", tools) == ("python", rules.BARE_RECIPIENT)
+    # A built-in tool's recipient is written bare: declared, it is no slip.
+    assert resolve_recipient("python", tools) == ("python", None)
+    assert resolve_recipient("browser.search", tools | {"browser.search"}) == (
+        "browser.search", None)
 
 
 def test_tool_names_shapes():
