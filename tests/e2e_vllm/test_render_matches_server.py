@@ -70,7 +70,8 @@ def server_prompt_ids(base_url: str, request: Mapping[str, Any]) -> tuple[list[i
 def render(tmp_path_factory: pytest.TempPathFactory) -> Render:
     """``harmony-ext render --ids --date DATE FILE``, run from the checkout's ``.venv``."""
     if not HARMONY_EXT.exists():
-        pytest.skip(f"{HARMONY_EXT} is missing: run scripts/setup_env.sh")
+        pytest.fail(f"{HARMONY_EXT} is missing: run scripts/setup_env.sh (the comparison needs "
+                    "the command; a skip would pass the tier without it)")
     folder = tmp_path_factory.mktemp("render")
 
     def run(request: Mapping[str, Any], date: str) -> list[int]:
