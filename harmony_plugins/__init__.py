@@ -27,6 +27,7 @@ from .events import (
     ToolCallBegin,
     ToolCallEnd,
 )
+from .items import item_messages, phase_of
 from .openai import ChatResult
 from .parser import StreamParser, parse_ids, parse_text
 from .render import MissingExtra, chat_prompt_ids
@@ -67,10 +68,12 @@ __all__ = [
     "count_reasoning_tokens",
     "escaper_for",
     "harmony",
+    "item_messages",
     "parse_ids",
     "parse_text",
     "part_of",
     "pass_undeclared",
+    "phase_of",
     "rules",
     "switch",
     "written_order",
