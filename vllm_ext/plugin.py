@@ -55,7 +55,7 @@ def register() -> None:
     ToolParserManager.register_lazy_module(NAME, "vllm_ext.parsers", "HarmonyExtToolParser")
     ReasoningParserManager.register_lazy_module(NAME, "vllm_ext.parsers",
                                                 "HarmonyExtReasoningParser")
-    if install_hook() and install_prompt_hook():
+    if install_hook() and install_prompt_hook() and install_items_hook():
         logger.info("harmony-ext: registered tool and reasoning parser %r on vLLM %s; "
                     "selecting either puts harmony-ext's parser on the request path.",
                     NAME, version)
@@ -134,6 +134,19 @@ def install_prompt_hook() -> bool:
     return prompt.install()
 
 
+def install_items_hook() -> bool:
+    """The Responses items hooks (:mod:`vllm_ext.items`), or a log line saying why not."""
+    from . import items
+
+    problem = items.check()
+    if problem:
+        logger.warning("harmony-ext: Responses API items are vLLM's own (message items carry "
+                       "no phase; assistant messages sent back are rendered as answers): %s.",
+                       problem)
+        return True  # the parser hook stands on its own
+    return items.install()
+
+
 def install_hook() -> bool:
     """Wrap ``ParserManager._compose_parser`` once; True when the hook is in place.
 
@@ -201,9 +214,10 @@ def compose(func: Any, manager: type, args: tuple[Any, ...], kwargs: dict[str, A
         logger.warning("harmony-ext: --tool-call-parser %s has no effect without "
                        "--enable-auto-tool-choice; vLLM drops tool calls from chat "
                        "completions with tool_choice 'auto'.", NAME)
-    from . import prompt
+    from . import items, prompt
 
     prompt.activate()
+    items.activate()
     return parser_class(*resolved)
 
 

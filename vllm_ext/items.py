@@ -1,0 +1,210 @@
+"""The Responses API's items on vLLM: what the model wrote is what it reads back (contract 8, v4).
+
+An agent client sends a response's output items back on the next request (or names it by
+``previous_response_id``). vLLM's items carry no ``phase``, and vLLM renders every assistant
+``message`` item sent back on ``final`` (``response_input_to_harmony``), so a preamble the
+model wrote on ``commentary`` comes back as an answer, and the analysis before it is dropped
+as if the turn were answered. With a ``harmony-ext`` parser selected, two hooks fix that:
+
+- **out**: every assistant ``message`` item gets its ``phase`` (``commentary`` for a preamble,
+  ``final_answer`` for the answer; :func:`harmony_plugins.phase_of` of the Harmony message our
+  parser completed), in the whole response (``harmony_to_response_output``, which also builds
+  ``response.completed``) and in the stream's ``output_item.added`` / ``output_item.done``
+  (``emit_content_delta_events``, ``emit_previous_item_done_events``). vLLM's own functions
+  build the items; the hooks only set the field, on the names vLLM's serving module calls.
+- **in**: the input items of a request are read by the core
+  (:func:`harmony_plugins.item_messages`): ``OnlineRenderer._render_responses_with_harmony``
+  hands the whole list to the core once (a message's channel depends on the items after it),
+  and vLLM's per-item conversion (``response_input_to_harmony``, called by that method) returns
+  the core's message for each item the model wrote or a tool answered (assistant messages,
+  reasoning, calls, call outputs), translated to openai_harmony's ``Message``. The instructions,
+  system and developer messages and user items stay vLLM's, as does the rendering.
+
+With ``previous_response_id`` vLLM renders the stored Harmony messages of the previous
+response, which our parser completed with the channel each counts as (a preamble on
+``commentary``); the core names the outputs sent with it from that response's calls. Where the
+core cannot read a request's items (an item type it does not know, a ``call_id`` no call names)
+vLLM converts them itself (said once per reason). Installed with the other hooks
+(:func:`vllm_ext.plugin.register`), active only in a process where a ``harmony-ext`` parser
+was composed.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import importlib
+import inspect
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from harmony_plugins import NotRenderable, harmony, item_messages, phase_of
+from harmony_plugins.adapter_support import hooks
+from harmony_plugins.adapter_support.once import Once
+
+logger = logging.getLogger("vllm.harmony_ext")
+
+SERVING = "vllm.entrypoints.openai.responses.serving"
+RENDERER = "vllm.renderers.online_renderer"
+RENDER_METHOD = "_render_responses_with_harmony"
+CONVERT = "response_input_to_harmony"
+OUTPUT_HOOKS = {  # the serving module's name -> the parameter holding the Harmony message
+    "harmony_to_response_output": "message",
+    "emit_content_delta_events": "segment",
+    "emit_previous_item_done_events": "previous_item",
+}
+ROUND_TRIPPED = frozenset({"reasoning", "function_call", "function_call_output"})
+"""Input item types the core renders on vLLM (and assistant ``message`` items)."""
+
+_once = Once(logger)
+_active = False
+_plan: contextvars.ContextVar[Mapping[int, Any] | None] = contextvars.ContextVar(
+    "harmony_ext_items", default=None)
+"""While vLLM converts one request's input items: the core's message per item, by id."""
+
+
+def activate() -> None:
+    """Called when this process composes a ``harmony-ext`` parser (vLLM's API server)."""
+    global _active
+    _active = True
+
+
+def check() -> str | None:
+    """What is missing from this vLLM for the items hooks, or None."""
+    try:
+        serving = importlib.import_module(SERVING)
+        renderer = importlib.import_module(RENDERER)
+        from openai.types.responses import ResponseOutputMessage
+    except ImportError as e:
+        return f"cannot import vLLM's Responses serving ({e})"
+    for name, first in OUTPUT_HOOKS.items():
+        problem = _first_parameter(serving, name, first)
+        if problem:
+            return problem
+    if "phase" not in ResponseOutputMessage.model_fields:
+        return "openai's ResponseOutputMessage has no phase field (openai too old)"
+    owner = getattr(renderer, "OnlineRenderer", None)
+    if not callable(getattr(owner, RENDER_METHOD, None)):
+        return f"{RENDERER}.OnlineRenderer.{RENDER_METHOD} does not exist"
+    if "request" not in inspect.signature(getattr(owner, RENDER_METHOD)).parameters:
+        return f"{RENDERER}.OnlineRenderer.{RENDER_METHOD} takes no request"
+    return _first_parameter(renderer, CONVERT, "response_msg")
+
+
+def _first_parameter(module: Any, name: str, first: str) -> str | None:
+    func = getattr(module, name, None)
+    if not callable(func):
+        return f"{module.__name__}.{name} does not exist"
+    params = list(inspect.signature(func).parameters)
+    if not params or params[0] != first:
+        return f"{module.__name__}.{name} does not take {first} first"
+    return None
+
+
+def install() -> bool:
+    """Wrap vLLM's item building and its input conversion, once each."""
+    serving = importlib.import_module(SERVING)
+    for name in OUTPUT_HOOKS:
+        hooks.wrap_once(serving, name, _phase_wrapper)
+    renderer = importlib.import_module(RENDERER)
+    hooks.wrap_once(renderer.OnlineRenderer, RENDER_METHOD, _render_wrapper)
+    hooks.wrap_once(renderer, CONVERT, _convert_wrapper)
+    return True
+
+
+# -- out: the phase of message items -------------------------------------------------------
+
+
+def _phase_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def with_phase(source: Any, *args: Any, **kwargs: Any) -> Any:
+        produced = original(source, *args, **kwargs)
+        if _active:
+            phase = phase_of(getattr(source, "channel", None), getattr(source, "recipient", None))
+            for thing in produced:
+                set_phase(getattr(thing, "item", thing), phase)
+        return produced
+
+    return with_phase
+
+
+def set_phase(item: Any, phase: str | None) -> None:
+    """Give an assistant ``message`` item (a ``ResponseOutputMessage``) its phase."""
+    if phase is not None and getattr(item, "type", None) == "message" and getattr(
+            item, "role", None) == harmony.ASSISTANT:
+        item.phase = phase
+
+
+# -- in: input items as the model wrote them -----------------------------------------------
+
+
+def _render_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def render_responses_with_harmony(self: Any, request: Any, *args: Any,
+                                      **kwargs: Any) -> Any:
+        plan = planned(request, kwargs.get("previous_response_outputs")) if _active else None
+        if plan is None:
+            return original(self, request, *args, **kwargs)
+        token = _plan.set(plan)
+        try:
+            return original(self, request, *args, **kwargs)
+        finally:
+            _plan.reset(token)
+
+    return render_responses_with_harmony
+
+
+def planned(request: Any, previous: Any) -> dict[int, Any] | None:
+    """The core's Harmony message (or None: render nothing) for each input item it renders,
+    by the item's id; None where vLLM converts the items itself."""
+    items = getattr(request, "input", None)
+    if not isinstance(items, list) or not items:
+        return None
+    try:
+        messages = item_messages(items, previous or ())
+    except NotRenderable as e:
+        _once(f"fallback:{e.kind}", logging.INFO, "harmony-ext: %s; the input items of such "
+              "Responses requests are converted by vLLM, not harmony-ext", e)
+        return None
+    return {id(item): None if message is None else harmony_message(message)
+            for item, message in zip(items, messages, strict=True) if round_trips(item)}
+
+
+def round_trips(item: Any) -> bool:
+    """Whether an input item is one the model wrote or a tool answered."""
+    get = item.get if isinstance(item, dict) else functools.partial(getattr, item)
+    kind = get("type", None)
+    if kind in ROUND_TRIPPED:
+        return True
+    return kind in (None, "message") and get("role", None) == harmony.ASSISTANT
+
+
+def harmony_message(message: Any) -> Any:
+    """A core ``conversation.Message`` as openai_harmony's ``Message`` (what vLLM renders)."""
+    from openai_harmony import Author, Role
+    from openai_harmony import Message as HarmonyMessage
+
+    if message.author and message.author != message.role:
+        out = HarmonyMessage.from_author_and_content(
+            Author.new(Role(message.role), message.author), message.body)
+    else:
+        out = HarmonyMessage.from_role_and_content(Role(message.role), message.body)
+    if message.channel is not None:
+        out = out.with_channel(message.channel)
+    if message.recipient is not None:
+        out = out.with_recipient(message.recipient)
+    if message.content_type is not None:
+        out = out.with_content_type(message.content_type)
+    return out
+
+
+def _convert_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def response_input_to_harmony(response_msg: Any, *args: Any, **kwargs: Any) -> Any:
+        plan = _plan.get()
+        if plan is not None and id(response_msg) in plan:
+            return plan[id(response_msg)]
+        return original(response_msg, *args, **kwargs)
+
+    return response_input_to_harmony
