@@ -10,7 +10,7 @@ that for it. The names below are the public interface: the adapters import these
 
 from __future__ import annotations
 
-from . import harmony, rules
+from . import compat, harmony, rules
 from .conversation import NotRenderable, part_of, written_order
 from .escaping import Escaper
 from .escaping import for_tokenizer as escaper_for
@@ -65,6 +65,7 @@ __all__ = [
     "Vocab",
     "chat_prompt_ids",
     "chat_request_tools",
+    "compat",
     "count_reasoning_tokens",
     "escaper_for",
     "harmony",

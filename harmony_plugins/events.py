@@ -30,13 +30,14 @@ class MessageBegin:
 
     ``kind`` is where its body goes: ``"reasoning"``, ``"content"`` or ``"call"``.
     ``channel`` is the Harmony channel the message counts as, always a valid one
-    (``"analysis"``, ``"commentary"`` or ``"final"``): an unknown channel counts as
-    ``analysis`` (its body is reasoning), no channel as ``final`` for content and
-    ``commentary`` for a call. ``written_channel`` is the channel name as the model wrote
-    it (None when there was none). ``recipient`` is the call's recipient as the request
-    declared it (``functions.NAME``, or a built-in name such as ``browser.search``), None
-    for other messages; ``content_type`` is the content type as written
-    (``<|constrain|>json``, ``json``), or None.
+    (``"analysis"``, ``"commentary"`` or ``"final"``): reasoning counts as ``analysis`` (an
+    unknown channel too), content as ``final`` unless written on ``commentary`` (a preamble),
+    a call to a function as ``commentary`` whatever it was written on, a call to a built-in
+    tool as the known channel it was written on (else ``commentary``). ``written_channel`` is
+    the channel name as the model wrote it (None when there was none). ``recipient`` is the
+    call's recipient as the request declared it (``functions.NAME``, or a built-in name such
+    as ``browser.search``), None for other messages; ``content_type`` is the content type as
+    written (``<|constrain|>json``, ``json``), or None.
     """
 
     kind: str

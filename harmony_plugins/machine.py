@@ -119,13 +119,22 @@ _ENDED_BY = {mk.START: "new_header", mk.CHANNEL: "new_header", mk.END: "end",
 """``MessageEnd.by`` for the marker that ended a message (None: the end of the stream)."""
 
 
-def counted_channel(kind: str, written: str | None) -> str:
-    """The valid Harmony channel a message of ``kind`` counts as (``MessageBegin.channel``)."""
+def counted_channel(kind: str, written: str | None, recipient: str | None = None) -> str:
+    """The valid Harmony channel a message of ``kind`` counts as (``MessageBegin.channel``):
+    reasoning is ``analysis`` (unknown channels are chain of thought); a call to a function is
+    ``commentary``, where function calls go, whatever channel the model wrote it on; a call to
+    a built-in tool keeps a known channel it was written on (``analysis``, usually); content
+    keeps ``final`` or ``commentary`` (a preamble), else counts as ``final``."""
     if kind == "reasoning":
-        return mk.ANALYSIS  # unknown channels are chain of thought
-    if written in mk.KNOWN_CHANNELS and (kind == "call" or written != mk.ANALYSIS):
+        return mk.ANALYSIS
+    if kind == "call":
+        if recipient is not None and mk.is_builtin_recipient(recipient) and (
+                written in mk.KNOWN_CHANNELS):
+            return written
+        return mk.COMMENTARY
+    if written == mk.FINAL or written == mk.COMMENTARY:
         return written
-    return mk.FINAL if kind == "content" else mk.COMMENTARY
+    return mk.FINAL
 
 
 def random_call_id() -> str:
@@ -142,6 +151,7 @@ class Machine:
 
     __slots__ = (
         "tools", "spaced", "checker", "new_id", "pass_undeclared", "tools_unknown",
+        "any_recipient",
         "state", "after_call", "stop_reason", "calls", "seen_marker", "recoveries",
         "outcomes", "leaks", "maybe_calls",
         "role_given", "free", "sections", "section_kind", "pieces",
@@ -156,8 +166,10 @@ class Machine:
         pass_undeclared: bool = False,
         schemas: Mapping[str, Any] | None = None,
         tools_unknown: bool = False,
+        any_recipient: bool = False,
     ) -> None:
         self.tools = tools
+        self.any_recipient = any_recipient
         self.spaced = hdr.spaced_names(tools)
         self.checker = ArgumentChecker(schemas or {})
         self.new_id = id_factory or random_call_id
@@ -434,6 +446,10 @@ class Machine:
             undeclared = name is None and rule == rules.UNDECLARED_FUNCTION
             if undeclared and self.pass_undeclared:
                 name = recipient[len(mk.FUNCTIONS_PREFIX):]
+            if name is None and self.any_recipient:  # no tools given: as written
+                name = recipient.removeprefix(mk.FUNCTIONS_PREFIX)
+                self._begin_call(name, h, out, True, recipient)
+                return
             if name is not None:
                 if rule is not None:
                     self._recover(out, rule)
@@ -458,15 +474,16 @@ class Machine:
                                 h.written_content_type))
 
     def _begin_call(self, name: str, h: hdr.Header, out: list[Event],
-                    undeclared: bool = False) -> None:
+                    undeclared: bool = False, written: str | None = None) -> None:
         self.route = CALL
         self.call_index = self.calls
         # A call passed through undeclared has that outcome, not its arguments' check.
         self.call_name = "" if undeclared else name
         self.calls += 1
         self.cutter = ArgumentCutter()
-        out.append(MessageBegin("call", counted_channel("call", h.channel), h.channel,
-                                recipient_of(name), h.written_content_type))
+        recipient = written or recipient_of(name)
+        out.append(MessageBegin("call", counted_channel("call", h.channel, recipient), h.channel,
+                                recipient, h.written_content_type))
         out.append(ToolCallBegin(self.call_index, self.new_id(), name))
 
     def _drop(self, rule: str) -> None:

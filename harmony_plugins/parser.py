@@ -39,6 +39,9 @@ class StreamParser:
     ``functions.*`` names the request did not declare. ``tools_unknown``: the caller does
     not know the request's tools yet, so no message with a recipient is a call (each is
     dropped by the ``tools_unknown`` rule); see :meth:`harmony_plugins.turn.Turn.declare`.
+    ``any_recipient``: every recipient no declared tool resolves is a call as written (the
+    reading of a parser given no tools, openai-harmony's; for the drop-in,
+    :mod:`harmony_plugins.compat`).
 
     Bad arguments raise at the boundary, before any state changes: TypeError for a
     ``tools`` that is a string or a single dict, a non-string text delta, or a token id that
@@ -55,11 +58,12 @@ class StreamParser:
         id_factory: Callable[[], str] | None = None,
         pass_undeclared: bool = False,
         tools_unknown: bool = False,
+        any_recipient: bool = False,
     ) -> None:
         if id_factory is not None and not callable(id_factory):
             raise TypeError("id_factory must be a callable returning a call id")
         self._machine = Machine(tool_names(tools), id_factory, bool(pass_undeclared),
-                                tool_schemas(tools), bool(tools_unknown))
+                                tool_schemas(tools), bool(tools_unknown), bool(any_recipient))
         self._encoding = encoding
         self._ids: IdsInput | None = None
         self._text: TextInput | None = None

@@ -58,21 +58,30 @@ class Request:
     reasoning parser with no tool parser after it). The turn then parses without them,
     surfacing no call, until :meth:`Turn.declare` gives them or :meth:`Turn.settle` says they
     never come; see there.
+
+    ``any_recipient=True``: every recipient that no declared tool resolves is a call, with its
+    recipient as written (no rule applied, outcome ``undeclared``): how a parser that was given
+    no tools reads a conversation (openai-harmony's reading; the drop-in parser's without
+    ``tools=``).
     """
 
-    __slots__ = ("_tools", "tool_choice", "pass_undeclared", "tools_known", "_declared")
+    __slots__ = ("_tools", "tool_choice", "pass_undeclared", "tools_known", "any_recipient",
+                 "_declared")
 
     def __init__(self, tools: Iterable[Any] | None = None, tool_choice: Any = None,
-                 pass_undeclared: bool = False, *, tools_known: bool = True) -> None:
+                 pass_undeclared: bool = False, *, tools_known: bool = True,
+                 any_recipient: bool = False) -> None:
         self._tools = tools if tools_known else None
         self.tool_choice = tool_choice
         self.pass_undeclared = bool(pass_undeclared)
         self.tools_known = tools_known
+        self.any_recipient = bool(any_recipient)
         self._declared: list[Any] | None = None
 
     def with_tools(self, tools: Iterable[Any] | None) -> Request:
         """The same request, its tools known."""
-        return Request(tools, self.tool_choice, self.pass_undeclared)
+        return Request(tools, self.tool_choice, self.pass_undeclared,
+                       any_recipient=self.any_recipient)
 
     @property
     def calls_off(self) -> bool:
@@ -142,7 +151,8 @@ class Turn:
             request = self.request
             parser = self._parser = StreamParser(
                 request.declared, self._encoding, id_factory=self._id_factory,
-                pass_undeclared=request.pass_undeclared, tools_unknown=not request.tools_known)
+                pass_undeclared=request.pass_undeclared, tools_unknown=not request.tools_known,
+                any_recipient=request.any_recipient)
         return parser
 
     @property
@@ -265,6 +275,7 @@ def count_reasoning_tokens(ids: Iterable[int], request: Request,
     tools decide one routing: a call on ``analysis`` is not reasoning). For an engine that asks
     about ids its parser never saw; nothing is reported."""
     parser = StreamParser(request.declared, encoding, pass_undeclared=request.pass_undeclared,
-                          tools_unknown=not request.tools_known)
+                          tools_unknown=not request.tools_known,
+                          any_recipient=request.any_recipient)
     parser.feed_ids(ids)
     return parser.reasoning_tokens

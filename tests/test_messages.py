@@ -105,9 +105,18 @@ CASES_BY_HAND = [
     ("no_markup", "Just text.", None, [
         ("content", "final", None, None, None, "Just text.", "end_of_stream"),
     ]),
+    # A call to a function counts as commentary, where function calls go, whatever its channel.
     ("bare_recipient_on_final", '<|channel|>final to=get_weather json<|message|>{}<|call|>', W, [
-        ("call", "final", "final", "functions.get_weather", "json", "{}", "call"),
+        ("call", "commentary", "final", "functions.get_weather", "json", "{}", "call"),
     ]),
+    ("call_on_analysis", '<|channel|>analysis to=functions.get_weather<|message|>{}<|call|>', W, [
+        ("call", "commentary", "analysis", "functions.get_weather", None, "{}", "call"),
+    ]),
+    # A built-in tool's call keeps the known channel it was written on.
+    ("builtin_call_on_analysis", '<|channel|>analysis to=browser.search<|message|>{"q":1}'
+     '<|call|>', ["browser.search"], [
+         ("call", "analysis", "analysis", "browser.search", None, '{"q":1}', "call"),
+     ]),
     ("call_without_channel", ' to=functions.get_weather<|message|>{}<|call|>', W, [
         ("call", "commentary", None, "functions.get_weather", None, "{}", "call"),
     ]),

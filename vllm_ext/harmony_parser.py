@@ -9,8 +9,10 @@ the turn's steps into vLLM's types:
 * the Responses API: ``process_chunk`` / ``flush`` → ``Segment``s, each carrying a delta or a
   completed ``openai_harmony.Message`` (never both: vLLM drops the message of a segment that
   also has a delta). One Message per Harmony message, framed by the core's
-  ``MessageBegin`` / ``MessageEnd`` events, with the channel it counts as (always one vLLM
-  knows), its recipient and content type copied from ``MessageBegin``.
+  ``MessageBegin`` / ``MessageEnd`` events and built by the core
+  (:func:`harmony_plugins.compat.harmony_message`, as the drop-in parser builds its
+  messages): the channel it counts as (always one vLLM knows), its recipient and content
+  type; a message with an empty body has none, so it gets no output item, streamed or not.
 
 vLLM tells its parser that the stream finished, not why, and reports its own
 ``finish_reason``: turns are closed with the finish ``"unknown"``, which the core documents
@@ -26,7 +28,6 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from openai_harmony import Message, Role
 from vllm.entrypoints.generate.base.protocol import DeltaMessage, FunctionCall
 from vllm.parser.harmony import ChunkResult, HarmonyParser, Segment
 from vllm.renderers.chat_utils import make_tool_call_id
@@ -41,6 +42,7 @@ from harmony_plugins import (
     ToolCallArguments,
     Turn,
     Vocab,
+    compat,
     count_reasoning_tokens,
     pass_undeclared,
 )
@@ -68,7 +70,8 @@ class HarmonyExtParser(HarmonyParser):
         self._fed = 0  # ids fed to it
         self._past_tokens = 0  # ids fed to earlier turns (Responses reuses parsers)
         self._past_reasoning = 0
-        self._open: _Message | None = None  # Responses: the message being streamed
+        # Responses: the message being streamed, and its text so far
+        self._open: tuple[MessageBegin | None, list[str]] = (None, [])
 
     # -- the turn ----------------------------------------------------------------------
 
@@ -161,39 +164,21 @@ class HarmonyExtParser(HarmonyParser):
         """A step's events to Segments: each piece of a message's body as a delta, and a
         completed ``openai_harmony.Message`` when the core says the message ended."""
         out: list[Segment] = []
-        message = self._open
+        begin, parts = self._open
         for event in step.events:
-            cls = event.__class__
-            if cls is ReasoningText or cls is ContentText or cls is ToolCallArguments:
-                message.parts.append(event.text)  # type: ignore[union-attr]
-                out.append(Segment(channel=message.begin.channel,  # type: ignore[union-attr]
-                                   recipient=message.begin.recipient,  # type: ignore[union-attr]
-                                   delta=event.text))
-            elif cls is MessageBegin:
-                message = _Message(event)  # type: ignore[arg-type]
-            elif cls is MessageEnd:
-                out.append(message.completed())  # type: ignore[union-attr]
-                message = None
-        self._open = message
+            if isinstance(event, ReasoningText | ContentText | ToolCallArguments):
+                if begin is not None:
+                    parts.append(event.text)
+                    out.append(Segment(channel=begin.channel, recipient=begin.recipient,
+                                       delta=event.text))
+            elif isinstance(event, MessageBegin):
+                begin, parts = event, []
+            elif isinstance(event, MessageEnd):
+                if begin is not None:
+                    message = compat.harmony_message(begin, "".join(parts))
+                    if message is not None:  # an empty message: no item, streamed or not
+                        out.append(Segment(channel=begin.channel, recipient=begin.recipient,
+                                           delta="", completed_message=message))
+                begin, parts = None, []
+        self._open = (begin, parts)
         return out
-
-
-class _Message:
-    """The Harmony message being streamed to the Responses API, until the core ends it."""
-
-    __slots__ = ("begin", "parts")
-
-    def __init__(self, begin: MessageBegin) -> None:
-        self.begin = begin
-        self.parts: list[str] = []
-
-    def completed(self) -> Segment:
-        begin = self.begin
-        message = Message.from_role_and_content(Role.ASSISTANT, "".join(self.parts))
-        message = message.with_channel(begin.channel)
-        if begin.recipient is not None:
-            message = message.with_recipient(begin.recipient)
-        if begin.content_type is not None:
-            message = message.with_content_type(begin.content_type)
-        return Segment(channel=begin.channel, recipient=begin.recipient, delta="",
-                       completed_message=message)

@@ -1,0 +1,387 @@
+"""A drop-in for openai-harmony's ``StreamableParser`` that follows the contract and never raises.
+
+Why: most gpt-oss code is written against openai-harmony's incremental parser (the format
+guide's example, SGLang's Responses API, vLLM's own parser, scripts and RL harnesses), and that
+parser raises on the slips gpt-oss makes (a header without ``<|start|>``, an unknown channel, a
+forged turn), failing the request. :class:`StreamableParser` has its interface and is a view
+over one :class:`~harmony_plugins.Turn` at a time and its message events: ``messages`` holds one
+``openai_harmony.Message`` per Harmony message as the core frames it, on the channel the
+message counts as (always one openai-harmony and the engines accept), a function call's
+recipient ``functions.NAME`` as declared, routing and drops by the contract.
+
+Where it differs from openai-harmony, the difference is the contract's: it never raises; a
+forged turn (``<|start|>user`` in model output) ends the turn and its messages are not kept;
+a dropped message (an undeclared recipient, header junk) is not in ``messages``; and a message
+with an empty body is not either (it would show as an empty item in one view of a response and
+not in another). Without ``tools=`` every recipient is kept as written, as openai-harmony does.
+
+Tokens a caller feeds back after the model stopped (a tool's result rendered as a message,
+``<|start|>functions.x to=assistant ...<|end|>``, then the next turn's ``<|start|>assistant``,
+as SGLang's built-in tool loop does) are read as openai-harmony reads them: the tool's message
+is kept as written, and the assistant's next turn is a new turn of the model's, parsed by the
+contract. ``openai_harmony`` is imported when the first parser is built, never at import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from . import harmony as hm
+from .events import ContentText, MessageBegin, MessageEnd, ReasoningText, ToolCallArguments
+from .steps import Step
+from .turn import Observer, Request, Turn
+from .vocab import Vocab
+
+_TEXT = (ReasoningText, ContentText, ToolCallArguments)
+_STOPS = frozenset({hm.CALL, hm.RETURN, hm.END_OF_TEXT})
+# Where the parser is: in a turn of the model's, after a stop (expecting a caller's message or
+# the next turn), deciding whose message a <|start|> begins, or in a caller's message.
+_TURN, _BETWEEN, _PENDING, _FOREIGN = range(4)
+
+
+def _harmony() -> Any:
+    import openai_harmony
+
+    return openai_harmony
+
+
+def harmony_message(begin: MessageBegin, text: str) -> Any:
+    """The ``openai_harmony.Message`` of one Harmony message the core framed (its
+    :class:`MessageBegin` and its whole text), or None for a message with an empty body, which
+    carries nothing (a call's empty body is ``{}``, never empty)."""
+    if not text:
+        return None
+    oh = _harmony()
+    message = oh.Message.from_role_and_content(oh.Role.ASSISTANT, text).with_channel(begin.channel)
+    if begin.recipient is not None:
+        message = message.with_recipient(begin.recipient)
+    if begin.content_type is not None:
+        message = message.with_content_type(begin.content_type)
+    return message
+
+
+class StreamableParser:
+    """openai-harmony's ``StreamableParser(encoding, role)``, parsed by the contract.
+
+    ``encoding`` is openai-harmony's gpt-oss encoding (its ids are o200k_harmony's: the token
+    table comes from ``vocab``, by default the shipped o200k_harmony); ``role``
+    ``Role.ASSISTANT`` (the stream starts in the assistant's header, after the prompt's
+    ``<|start|>assistant``) or None (it starts with a ``<|start|>``); ``strict`` is accepted
+    and changes nothing (this parser never raises on model output). ``tools``: the request's
+    tools (chat or Responses shapes, dicts or objects); only those are calls, by the contract;
+    without them every recipient is kept as written. ``observer`` receives each turn's
+    :class:`~harmony_plugins.Summary` (the adapters' counters); ``pass_undeclared`` as for
+    :class:`~harmony_plugins.Request`.
+    """
+
+    def __init__(self, encoding: Any = None, role: Any = None, *, strict: bool = True,
+                 tools: Iterable[Any] | None = None, vocab: Vocab | None = None,
+                 observer: Observer | None = None, pass_undeclared: bool = False,
+                 id_factory: Callable[[], str] | None = None) -> None:
+        self._oh = _harmony()
+        self._request = Request(tools, pass_undeclared=pass_undeclared,
+                                any_recipient=tools is None)
+        self._vocab = vocab or Vocab.o200k_harmony()
+        self._table = self._vocab.table
+        self._observer = observer
+        self._id_factory = id_factory
+        self._turn: Turn | None = None
+        self._messages: list[Any] = []
+        self._begin: MessageBegin | None = None  # the message being read
+        self._parts: list[str] = []
+        self._tokens: list[int] = []
+        self._delta: str | None = None
+        self._mode = _TURN if role is not None else _BETWEEN
+        self._first_header = role is not None  # openai-harmony names the given role there
+        self._after_call = False  # the model's last stop was <|call|>, nothing fed since
+        self._pending: list[int] = []  # <|start|> and what follows, until whose it is is known
+        self._foreign: _Foreign | None = None
+        self._ended_last = False  # the last token ended a message: openai-harmony expects start
+
+    # -- openai-harmony's interface ---------------------------------------------------------
+
+    def process(self, token: int) -> StreamableParser:
+        """Take the next token (model output, or a message the caller renders back)."""
+        self._tokens.append(token)
+        self._delta = None
+        marker = self._marker(token)
+        mode = self._mode
+        if mode == _TURN:
+            self._feed([token])
+            self._ended_last = marker == hm.END or marker in _STOPS
+            if marker in _STOPS:
+                self._mode = _BETWEEN
+                self._after_call = marker == hm.CALL
+        elif mode == _BETWEEN:
+            if marker == hm.START:
+                self._pending = [token]
+                self._mode = _PENDING
+                self._ended_last = False
+            elif self._turn is not None:
+                self._feed([token])  # the turn's own rules: text after a call, after the end
+        elif mode == _PENDING:
+            self._pending.append(token)
+            if marker is not None:
+                self._decide(marker)
+        else:
+            self._foreign_token(token, marker)
+        return self
+
+    def process_eos(self) -> StreamableParser:
+        """The end of the stream: what is open is closed (a message being read is kept)."""
+        self._delta = None
+        if self._mode == _PENDING:
+            self._decide(None)
+        if self._mode == _FOREIGN and self._foreign is not None:
+            self._foreign_done()
+        turn = self._turn
+        if turn is not None and not turn.closed:
+            self._absorb(turn.close())
+        self._mode = _BETWEEN
+        self._first_header = False
+        return self
+
+    @property
+    def messages(self) -> list[Any]:
+        """The completed messages so far (``openai_harmony.Message``), in order."""
+        return list(self._messages)
+
+    @property
+    def tokens(self) -> list[int]:
+        return list(self._tokens)
+
+    @property
+    def state(self) -> Any:
+        """``openai_harmony.StreamState``: ``CONTENT`` while a message's body is read,
+        ``EXPECT_START`` right after a message or a stop, else ``HEADER``."""
+        states = self._oh.StreamState
+        if self._begin is not None or (self._foreign is not None and self._foreign.in_body):
+            return states.CONTENT
+        mode = self._mode
+        if mode == _BETWEEN or (mode == _TURN and self._ended_last):
+            return states.EXPECT_START
+        return states.HEADER
+
+    @property
+    def current_role(self) -> Any:
+        roles = self._oh.Role
+        if self._begin is not None:
+            return roles.ASSISTANT
+        foreign = self._foreign
+        if foreign is not None and foreign.in_body:
+            return foreign.role
+        return roles.ASSISTANT if self._first_header and self._mode == _TURN else None
+
+    @property
+    def current_channel(self) -> str | None:
+        if self._begin is not None:
+            return self._begin.channel
+        foreign = self._foreign
+        return foreign.channel if foreign is not None and foreign.in_body else None
+
+    @property
+    def current_recipient(self) -> str | None:
+        if self._begin is not None:
+            return self._begin.recipient
+        foreign = self._foreign
+        return foreign.recipient if foreign is not None and foreign.in_body else None
+
+    @property
+    def current_content_type(self) -> str | None:
+        if self._begin is not None:
+            return self._begin.content_type
+        foreign = self._foreign
+        return foreign.content_type if foreign is not None and foreign.in_body else None
+
+    @property
+    def current_content(self) -> str:
+        if self._begin is not None:
+            return "".join(self._parts)
+        foreign = self._foreign
+        return foreign.text() if foreign is not None and foreign.in_body else ""
+
+    @property
+    def last_content_delta(self) -> str | None:
+        """The content the last :meth:`process` added to the current message, or None."""
+        return self._delta
+
+    # -- the model's turns --------------------------------------------------------------------
+
+    def _marker(self, token: int) -> int | None:
+        table = self._table
+        entry = table[token] if 0 <= token < len(table) else None
+        return entry if entry.__class__ is int else None
+
+    def _new_turn(self) -> Turn:
+        turn = self._turn
+        if turn is not None and not turn.closed:
+            self._absorb(turn.close())
+        turn = self._turn = Turn(self._request, self._vocab, id_factory=self._id_factory,
+                                 observer=self._observer)
+        return turn
+
+    def _feed(self, ids: list[int]) -> None:
+        turn = self._turn or self._new_turn()
+        self._absorb(turn.feed_ids(ids))
+
+    def _absorb(self, step: Step) -> None:
+        for event in step.events:
+            if isinstance(event, _TEXT):
+                if self._begin is not None:
+                    text = event.text
+                    self._parts.append(text)
+                    self._delta = text if self._delta is None else self._delta + text
+            elif isinstance(event, MessageBegin):
+                self._begin = event
+                self._parts = []
+                self._first_header = False
+            elif isinstance(event, MessageEnd):
+                begin = self._begin
+                if begin is not None:
+                    message = harmony_message(begin, "".join(self._parts))
+                    if message is not None:
+                        self._messages.append(message)
+                self._begin = None
+                self._parts = []
+
+    def _decide(self, marker: int | None) -> None:
+        """A ``<|start|>`` was followed by a header up to its first marker: whose is it?"""
+        pending = self._pending
+        self._pending = []
+        upto = len(pending) - 1 if marker is not None else len(pending)
+        words = _decoded(self._pieces(pending[1:upto])).split()
+        role = words[0] if words else ""
+        if role == hm.ASSISTANT or role in hm.KNOWN_CHANNELS or role == "" or (
+                marker == hm.START):
+            if self._after_call and self._turn is not None and not self._turn.closed:
+                self._feed(pending)  # the model went on after its call: the same turn
+            else:
+                self._new_turn()
+                self._feed(pending[1:])
+            self._mode = _TURN
+            self._after_call = False
+        else:
+            self._foreign = _Foreign(self._oh, role, words[1:])
+            self._mode = _FOREIGN
+            if marker is not None:
+                self._foreign_token(pending[-1], marker, header_only=True)
+
+    def _pieces(self, ids: list[int]) -> list[bytes]:
+        """The bytes of ordinary tokens (markers and unknown ids carry none)."""
+        table = self._table
+        out: list[bytes] = []
+        for token in ids:
+            entry = table[token] if 0 <= token < len(table) else None
+            if entry.__class__ is str:
+                out.append(entry.encode())  # type: ignore[union-attr]
+            elif entry.__class__ is bytes:
+                out.append(entry)  # type: ignore[arg-type]
+        return out
+
+    # -- a caller's message (a tool's result rendered back) ------------------------------------
+
+    def _foreign_token(self, token: int, marker: int | None, header_only: bool = False) -> None:
+        foreign = self._foreign
+        assert foreign is not None
+        if marker is None:
+            pieces = self._pieces([token])
+            if foreign.in_body:
+                before = foreign.text()
+                foreign.body += pieces
+                self._delta = foreign.text()[len(before):] or None
+            else:
+                foreign.section += pieces
+            return
+        if not foreign.in_body:
+            if marker == hm.MESSAGE:
+                foreign.close_section()
+                foreign.in_body = True
+            elif marker == hm.CHANNEL or marker == hm.CONSTRAIN:
+                foreign.close_section()
+                foreign.kind = marker
+            elif marker == hm.START:  # a header without a body: drop it, start again
+                self._foreign = None
+                self._pending = [token]
+                self._mode = _PENDING
+            elif marker in (hm.END, *_STOPS):
+                self._foreign = None
+                self._mode = _BETWEEN
+            return
+        if header_only:
+            return
+        if marker == hm.START:
+            self._foreign_done()
+            self._pending = [token]
+            self._mode = _PENDING
+        elif marker == hm.END or marker in _STOPS:
+            self._foreign_done()
+        # any other marker inside a caller's body is ignored
+
+    def _foreign_done(self) -> None:
+        foreign = self._foreign
+        self._foreign = None
+        self._mode = _BETWEEN
+        self._after_call = False
+        self._ended_last = True
+        if foreign is not None and foreign.in_body:
+            self._messages.append(foreign.message())
+
+
+class _Foreign:
+    """A message the caller renders into the stream, read as openai-harmony reads it: the
+    author (a role, or a tool's name), ``to=`` recipient, channel and content type, and its
+    body up to ``<|end|>``."""
+
+    __slots__ = ("oh", "role", "name", "recipient", "channel", "content_type", "kind",
+                 "section", "body", "in_body")
+
+    def __init__(self, oh: Any, author: str, rest: list[str]) -> None:
+        self.oh = oh
+        roles = {r.value: r for r in oh.Role}
+        self.role = roles.get(author, oh.Role.TOOL)
+        self.name = None if author in roles else author
+        self.recipient: str | None = None
+        self.channel: str | None = None
+        self.content_type: str | None = None
+        self.kind = -1  # the section being read: the role section
+        self.section: list[bytes] = [" ".join(rest).encode()]
+        self.body: list[bytes] = []
+        self.in_body = False
+
+    def text(self) -> str:
+        """The body so far (a character cut at the end waits for its other bytes)."""
+        return b"".join(self.body).decode("utf-8", "ignore")
+
+    def close_section(self) -> None:
+        words = _decoded(self.section).split()
+        self.section = []
+        for i, word in enumerate(words):
+            if word.startswith(hm.RECIPIENT):
+                self.recipient = word[len(hm.RECIPIENT):] or None
+            elif self.kind == hm.CHANNEL and i == 0:
+                self.channel = word
+            elif self.kind == hm.CONSTRAIN and i == 0:
+                self.content_type = hm.constrained(word)
+            elif self.content_type is None and word in hm.CONTENT_TYPES:
+                self.content_type = word
+
+    def message(self) -> Any:
+        oh = self.oh
+        text = _decoded(self.body)
+        if self.name is not None:
+            message = oh.Message.from_author_and_content(oh.Author.new(self.role, self.name),
+                                                         text)
+        else:
+            message = oh.Message.from_role_and_content(self.role, text)
+        if self.channel is not None:
+            message = message.with_channel(self.channel)
+        if self.recipient is not None:
+            message = message.with_recipient(self.recipient)
+        if self.content_type is not None:
+            message = message.with_content_type(self.content_type)
+        return message
+
+
+def _decoded(pieces: list[bytes]) -> str:
+    return b"".join(pieces).decode("utf-8", "replace")

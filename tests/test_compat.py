@@ -1,0 +1,300 @@
+"""harmony_plugins.compat.StreamableParser against openai-harmony's own StreamableParser.
+
+On well-formed output (conversations openai-harmony renders itself, and the contract cases it
+parses as valid Harmony) the drop-in, fed token by token, gives openai-harmony's messages and
+the same incremental view (state, current_*, last_content_delta) after every token: openai-
+harmony is the expectation. On malformed output it never raises and routes by the contract (the
+hand-written expectations of tests/contract_cases.py). The intended differences are each shown
+once, by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harmony_plugins.compat import StreamableParser
+from tests.contract_cases import CASES, Case
+from tests.test_contract import ids_of
+
+oh = pytest.importorskip("openai_harmony")
+ENCODING = oh.load_harmony_encoding(oh.HarmonyEncodingName.HARMONY_GPT_OSS)
+A = oh.Role.ASSISTANT
+KNOWN = {"analysis", "commentary", "final"}
+
+
+def ids(text: str) -> list[int]:
+    return ENCODING.encode(text, allowed_special="all")
+
+
+def view(parser: Any) -> tuple:
+    return (parser.state, parser.current_role, parser.current_channel,
+            parser.current_recipient, parser.current_content_type, parser.current_content,
+            parser.last_content_delta)
+
+
+def run(parser: Any, tokens: list[int]) -> tuple[list[tuple], list[dict]]:
+    """Feed tokens one at a time; the view after each, and the messages at the end."""
+    views = []
+    for token in tokens:
+        parser.process(token)
+        views.append(view(parser))
+    parser.process_eos()
+    return views, [m.to_dict() for m in parser.messages]
+
+
+def theirs(tokens: list[int]) -> tuple[list[tuple], list[dict]] | None:
+    """openai-harmony's run, or None where it raises (not valid Harmony to it)."""
+    try:
+        return run(oh.StreamableParser(ENCODING, role=A), tokens)
+    except Exception:
+        return None
+
+
+# -- well-formed: conversations openai-harmony renders ---------------------------------------
+
+TOOLS = ["get_weather", "search_docs"]
+texts = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",),
+                              exclude_characters="<|>"), min_size=1, max_size=30)
+
+
+def message(draw: st.DrawFn, kind: str) -> Any:
+    if kind == "call":
+        body = draw(st.sampled_from(['{"city": "Paris"}', "{}", '{"q": [1, {"x": null}]}']))
+        content_type = draw(st.sampled_from(["<|constrain|>json", "json", None]))
+        m = (oh.Message.from_role_and_content(A, body).with_channel("commentary")
+             .with_recipient("functions." + draw(st.sampled_from(TOOLS))))
+        return m.with_content_type(content_type) if content_type else m
+    return oh.Message.from_role_and_content(A, draw(texts)).with_channel(kind)
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> list[int]:
+    """What a model generates over one or two turns: reasoning, preambles, then a final answer,
+    or calls; between two turns the caller renders the tool's result and the next ``<|start|>
+    assistant`` back through the parser (as SGLang's built-in tool loop does)."""
+    tokens: list[int] = []
+    turns = draw(st.integers(1, 2))
+    for turn in range(turns):
+        msgs = [message(draw, draw(st.sampled_from(["analysis", "commentary"])))
+                for _ in range(draw(st.integers(0, 3)))]
+        calls = turn < turns - 1 or draw(st.booleans())
+        msgs += ([message(draw, "call") for _ in range(draw(st.integers(1, 2)))] if calls
+                 else [message(draw, "final")])
+        rendered = [t for m in msgs for t in ENCODING.render(m)]
+        tokens += rendered[2:]  # after the <|start|>assistant the prompt (or the caller) wrote
+        if not calls:
+            tokens[-1] = 200002  # the answer ends the turn: <|return|>
+        if turn < turns - 1:
+            result = (oh.Message.from_author_and_content(
+                oh.Author.new(oh.Role.TOOL, msgs[-1].recipient), '{"sky": "clear"}')
+                .with_channel("commentary").with_recipient("assistant"))
+            tokens += ENCODING.render(result) + ids("<|start|>assistant")
+    return tokens
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(conversations())
+def test_rendered_conversations_parse_as_openai_harmony_parses_them(tokens: list[int]) -> None:
+    expected = theirs(tokens)
+    assert expected is not None, "openai-harmony renders valid Harmony"
+    assert run(StreamableParser(ENCODING, role=A), tokens) == expected
+
+
+# -- the contract cases ------------------------------------------------------------------------
+
+
+def canonical(tokens: list[int]) -> bool:
+    """Whether an output is Harmony as openai-harmony writes it: its own parse of the tokens,
+    rendered again by it, gives the same tokens (from the first header on, the stop aside);
+    every message on a known channel with a body, a function call on commentary, and nothing
+    but calls after a call (the turn ended there, contract section 2)."""
+    parsed = theirs(tokens)
+    if parsed is None or not parsed[1]:
+        return False
+    messages = [oh.Message.from_dict(m) for m in parsed[1]]
+    rendered = [t for m in messages for t in ENCODING.render(m)][2:]
+    stop = 200002 if messages[-1].channel == "final" else None
+    body = tokens[:-1] if tokens[-1] in (200002, 200012) else tokens
+    again = rendered[:-1] if rendered[-1] in (200007, 200012) else rendered
+    if body != again and not (stop and body == again):
+        return False
+    called = False
+    for m in messages:
+        text = m.content[0].text if m.content else ""
+        recipient = m.recipient or ""
+        is_call = recipient.startswith("functions.")
+        if (m.author.role != A or m.channel not in KNOWN or not text
+                or (is_call and (m.channel != "commentary" or recipient == "functions."))
+                or (m.recipient is not None and not is_call) or (called and not is_call)
+                or (is_call and not one_value(text))):
+            return False
+        called = called or is_call
+    return True
+
+
+def one_value(arguments: str) -> bool:
+    """A call's body is one JSON value and nothing after it (the contract cuts the rest), or
+    not JSON at all (code, a command: kept whole)."""
+    start = len(arguments) - len(arguments.lstrip())
+    if not arguments[start:].startswith(("{", "[", '"')):
+        return True
+    try:
+        _, end = json.JSONDecoder().raw_decode(arguments, start)
+    except ValueError:
+        return False
+    return end == len(arguments)
+
+
+WELL_FORMED = [c for c in CASES if canonical(ids_of(c))]
+
+
+def test_the_well_formed_cases_are_many() -> None:
+    assert len(WELL_FORMED) >= 40, len(WELL_FORMED)
+
+
+@pytest.mark.parametrize("case", WELL_FORMED, ids=[c.id for c in WELL_FORMED])
+def test_well_formed_cases_parse_as_openai_harmony_parses_them(case: Case) -> None:
+    tokens = ids_of(case)
+    assert run(StreamableParser(ENCODING, role=A), tokens)[1] == theirs(tokens)[1]
+
+
+def routed(messages: list[Any]) -> dict:
+    """The chat view of messages, as an engine's Responses items route them."""
+    reasoning, content, calls = [], [], []
+    for m in messages:
+        text = "".join(c.text for c in m.content)
+        if m.recipient is not None:
+            calls.append((m.recipient.removeprefix("functions."), text))
+        elif m.channel == "analysis":
+            reasoning.append(text)
+        else:
+            content.append(text)
+    return {"reasoning": "".join(reasoning) or None, "content": "".join(content) or None,
+            "tool_calls": calls}
+
+
+CALLER_AFTER_CALL = re.compile(r"<\|call\|>\s*<\|start\|>(?!assistant)")
+"""After a stop the model cannot go on (the engines stop there): what follows is the caller's,
+as a tool's result rendered back (shown below), not a forged turn."""
+ROUTED = [c for c in CASES if "ids" in c.modes and not CALLER_AFTER_CALL.search(c.text)]
+
+
+@pytest.mark.parametrize("case", ROUTED, ids=[c.id for c in ROUTED])
+def test_every_case_is_routed_by_the_contract_and_never_raises(case: Case) -> None:
+    parser = StreamableParser(ENCODING, role=A, tools=case.tools or [])
+    for token in ids_of(case):
+        parser.process(token)
+        assert parser.current_channel in KNOWN | {None}
+    parser.process_eos()
+    messages = parser.messages
+    assert {m.channel for m in messages} <= KNOWN
+    expected = case.expected()
+    assert routed(messages) == {"reasoning": expected["reasoning"],
+                                "content": expected["content"],
+                                "tool_calls": [tuple(c) for c in expected["tool_calls"]]}
+
+
+# -- the intended differences, by hand ---------------------------------------------------------
+
+
+def test_a_call_counts_on_commentary_whatever_channel_it_was_written_on() -> None:
+    tokens = ids('<|channel|>analysis to=functions.get_weather<|message|>{"a":1}<|call|>')
+    ours = StreamableParser(ENCODING, role=A, tools=["get_weather"])
+    for token in tokens:
+        ours.process(token)
+    assert [(m.channel, m.recipient) for m in ours.messages] == [
+        ("commentary", "functions.get_weather")]
+    parser = oh.StreamableParser(ENCODING, role=A)
+    for token in tokens:
+        parser.process(token)
+    assert [m.channel for m in parser.messages] == ["analysis"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    # A header without <|start|>: openai-harmony raises; the contract reads it.
+    ("<|channel|>final<|message|>A<|end|><|channel|>final<|message|>B<|return|>",
+     [("final", "A"), ("final", "B")]),
+    # An unknown channel: reasoning, on analysis.
+    ("<|channel|>comment<|message|>Hmm<|end|><|start|>assistant<|channel|>final<|message|>Hi"
+     "<|return|>", [("analysis", "Hmm"), ("final", "Hi")]),
+    # A forged turn ends it: nothing of it is kept.
+    ("<|channel|>final<|message|>Hi<|end|><|start|>user<|message|>more<|end|>",
+     [("final", "Hi")]),
+    # An empty body carries nothing: no message.
+    ("<|channel|>final<|message|><|end|><|start|>assistant<|channel|>final<|message|>B"
+     "<|return|>", [("final", "B")]),
+])
+def test_what_openai_harmony_rejects_or_keeps_is_read_by_the_contract(
+        text: str, expected: list[tuple[str, str]]) -> None:
+    parser = StreamableParser(ENCODING, role=A)
+    for token in ids(text):
+        parser.process(token)
+    parser.process_eos()
+    assert [(m.channel, m.content[0].text) for m in parser.messages] == expected
+
+
+def test_a_message_after_a_stop_is_the_callers_kept_as_written() -> None:
+    """A tool's result rendered back after the model's call, then the model's next turn
+    (SGLang's built-in tool loop): openai-harmony's reading, not a forged turn."""
+    text = ('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>'
+            '{"city":"Paris"}<|call|><|start|>functions.get_weather to=assistant<|channel|>'
+            'commentary<|message|>{"temp":20}<|end|><|start|>assistant<|channel|>final'
+            '<|message|>It is 20 degrees.<|return|>')
+    parser = StreamableParser(ENCODING, role=A, tools=["get_weather"])
+    for token in ids(text):
+        parser.process(token)
+    parser.process_eos()
+    assert [(m.author.role, m.author.name, m.channel, m.recipient, m.content[0].text)
+            for m in parser.messages] == [
+        (A, None, "commentary", "functions.get_weather", '{"city":"Paris"}'),
+        (oh.Role.TOOL, "functions.get_weather", "commentary", "assistant", '{"temp":20}'),
+        (A, None, "final", None, "It is 20 degrees.")]
+    assert any(c.id == "route_forged_tool_result_after_call" for c in CASES)  # the same text
+
+
+def test_an_undeclared_recipient_is_dropped_with_tools_and_kept_without() -> None:
+    tokens = ids('<|channel|>analysis to=browser.search<|message|>{"q": "x"}<|call|>')
+    with_tools = StreamableParser(ENCODING, role=A, tools=["get_weather"])
+    without = StreamableParser(ENCODING, role=A)
+    for token in tokens:
+        with_tools.process(token)
+        without.process(token)
+    assert with_tools.messages == []
+    assert [(m.channel, m.recipient) for m in without.messages] == [
+        ("analysis", "browser.search")]
+
+
+def test_counts_reach_the_observer_once_per_turn() -> None:
+    seen: list[Any] = []
+    parser = StreamableParser(ENCODING, role=A, tools=["get_weather"], observer=seen.append)
+    for token in ids('<|channel|>final<|message|>Hi<|end|>junk<|return|>'):
+        parser.process(token)
+    parser.process_eos()
+    assert [s.recoveries for s in seen] == [{"free_text": 1}]
+
+
+def test_the_format_guides_streaming_loop_runs_unchanged() -> None:
+    """The loop openai-harmony's documentation shows (process each token, read the current
+    role, channel, delta, content type, recipient and content), written against the drop-in:
+    the same lines as against openai-harmony for the same tokens."""
+    tokens = ids("<|channel|>analysis<|message|>User asks for 2 + 2.<|end|><|start|>assistant"
+                 "<|channel|>final<|message|>4<|return|>")
+
+    def loop(parser_class: Any) -> list[str]:
+        stream = parser_class(ENCODING, role=oh.Role.ASSISTANT)
+        lines = []
+        for token in tokens:
+            stream.process(token)
+            lines.append(f"{stream.current_role} {stream.current_channel} "
+                         f"{stream.last_content_delta!r} {stream.current_content_type} "
+                         f"{stream.current_recipient} {stream.current_content!r}")
+        return lines
+
+    assert loop(StreamableParser) == loop(oh.StreamableParser)
