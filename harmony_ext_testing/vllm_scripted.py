@@ -15,6 +15,9 @@ A request opts in through ``vllm_xargs`` (vLLM's ``SamplingParams.extra_args``):
   loaded, so the spellings become the special tokens.
 - ``{"script_ids": "[200005, 17196, 200008, ...]"}``: token ids, as a JSON array in a
   string or as a plain list (``vllm_xargs`` accepts both).
+- ``{"script_echo_prompt": N}``: the prompt the engine was given, read back: a final answer
+  whose text is the last N prompt token ids (every one for 0), space-separated. The
+  Responses API returns no prompt ids; this is how a test reads the prompt vLLM rendered.
 
 The output is exactly the script: at step ``i`` every logit but the one of
 ``script[i]`` is set to ``-inf``. ``max_tokens`` still truncates it.
@@ -60,13 +63,16 @@ if TYPE_CHECKING:
     from vllm.config import VllmConfig
     from vllm.sampling_params import SamplingParams
 
-__all__ = ["SCRIPT_IDS_KEY", "SCRIPT_TEXT_KEY", "Script", "ScriptedOutputProcessor", "read_script"]
+__all__ = ["SCRIPT_ECHO_KEY", "SCRIPT_IDS_KEY", "SCRIPT_TEXT_KEY", "Script",
+           "ScriptedOutputProcessor", "echoed_ids", "read_script"]
 
 logger = logging.getLogger("vllm.harmony_ext_testing")  # vLLM's handler prints it
 logger.info("%s %s %s", LOADED_FROM, vllm_ext.__file__, harmony_plugins.__file__)
 
 SCRIPT_TEXT_KEY = "script_text"
 SCRIPT_IDS_KEY = "script_ids"
+SCRIPT_ECHO_KEY = "script_echo_prompt"
+ECHO_OPEN, ECHO_CLOSE = "<|channel|>final<|message|>", "<|return|>"
 
 # o200k_harmony: the model vocabulary of gpt-oss (and of our tiny test models).
 RETURN_ID = SPECIAL_IDS["<|return|>"]  # what a model emits to close a final answer
@@ -74,10 +80,23 @@ RETURN_ID = SPECIAL_IDS["<|return|>"]  # what a model emits to close a final ans
 
 @dataclass(frozen=True)
 class Script:
-    """One request's script: exactly one of ``ids`` or ``text`` is set."""
+    """One request's script: exactly one of ``ids``, ``text`` or ``echo`` is set."""
 
     ids: tuple[int, ...] | None = None
     text: str | None = None
+    echo: int | None = None
+    """Read the prompt back: its last ``echo`` ids (all for 0)."""
+
+
+def echo_text(prompt_ids: list[int], last: int) -> str:
+    """What a ``script_echo_prompt`` request answers: the ids as text, in a final answer."""
+    ids = prompt_ids[-last:] if last else prompt_ids
+    return ECHO_OPEN + " ".join(map(str, ids)) + ECHO_CLOSE
+
+
+def echoed_ids(answer: str) -> list[int]:
+    """The prompt ids an echo request's answer text holds."""
+    return [int(word) for word in answer.split()]
 
 
 def _reject(message: str, value: Any = None) -> VLLMValidationError:
@@ -116,8 +135,14 @@ def read_script(
         return None
     has_text = SCRIPT_TEXT_KEY in extra_args
     has_ids = SCRIPT_IDS_KEY in extra_args
-    if has_text and has_ids:
-        raise _reject(f"give {SCRIPT_TEXT_KEY} or {SCRIPT_IDS_KEY}, not both")
+    has_echo = SCRIPT_ECHO_KEY in extra_args
+    if has_text + has_ids + has_echo > 1:
+        raise _reject(f"give one of {SCRIPT_TEXT_KEY}, {SCRIPT_IDS_KEY}, {SCRIPT_ECHO_KEY}")
+    if has_echo:
+        last = extra_args[SCRIPT_ECHO_KEY]
+        if type(last) is not int or last < 0:
+            raise _reject(f"{SCRIPT_ECHO_KEY} must be a count of ids (0: all)", last)
+        return Script(echo=last)
     if has_ids:
         return Script(ids=_read_ids(extra_args[SCRIPT_IDS_KEY], vocab_size))
     if has_text:
@@ -149,6 +174,25 @@ class _ForcedTokens:
         return logits
 
 
+class _EchoPrompt:
+    """Per-request processor: the prompt's ids read back as text (see ``script_echo_prompt``);
+    the forced ids are built from the prompt on the first step."""
+
+    __slots__ = ("encode", "forced", "last")
+
+    def __init__(self, encode: Any, last: int) -> None:
+        self.encode = encode
+        self.last = last
+        self.forced: _ForcedTokens | None = None
+
+    def __call__(self, prompt_ids: list[int], output_ids: list[int],
+                 logits: torch.Tensor) -> torch.Tensor:
+        if self.forced is None:
+            ids = tuple(self.encode(echo_text(list(prompt_ids), self.last)))
+            self.forced = _ForcedTokens(ids, ids[-1])
+        return self.forced(output_ids, logits)
+
+
 class ScriptedOutputProcessor(AdapterLogitsProcessor):
     """vLLM v1 logits processor that replays ``vllm_xargs`` scripts (tests only)."""
 
@@ -178,7 +222,8 @@ class ScriptedOutputProcessor(AdapterLogitsProcessor):
                 raise RuntimeError("the model was started with skip_tokenizer_init")
         return list(self._tokenizer.encode(text, add_special_tokens=False))
 
-    def new_req_logits_processor(self, params: SamplingParams) -> _ForcedTokens | None:
+    def new_req_logits_processor(self, params: SamplingParams
+                                 ) -> _ForcedTokens | _EchoPrompt | None:
         """Build the request's forcing state; None (untouched) without a script.
 
         Never raises: an error here would take the engine down for every request.
@@ -189,6 +234,8 @@ class ScriptedOutputProcessor(AdapterLogitsProcessor):
             script = read_script(params.extra_args, self._vocab_size)
             if script is None:
                 return None
+            if script.echo is not None:
+                return _EchoPrompt(self._encode, script.echo)
             ids = script.ids if script.ids is not None else tuple(self._encode(script.text or ""))
             if not ids or not all(0 <= i < self._vocab_size for i in ids):
                 raise ValueError(f"script tokenized to unusable ids {ids[:8]}...")

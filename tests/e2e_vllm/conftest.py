@@ -135,12 +135,18 @@ def vllm_server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("vllm") / "server.log"
 
 
+STORE_ENV = {"VLLM_ENABLE_RESPONSES_API_STORE": "1"}
+"""vLLM's Responses store, off by default: ``previous_response_id`` needs it (a stored response
+changes nothing else, and starting a second server for it would cost a minute)."""
+
+
 @pytest.fixture(scope="session")
 def vllm_server(vllm_server_log: Path) -> Iterator[str]:
-    """Base URL (``http://127.0.0.1:PORT``) of the shared tiny vLLM server."""
+    """Base URL (``http://127.0.0.1:PORT``) of the shared tiny vLLM server (its Responses
+    store enabled, :data:`STORE_ENV`)."""
     if not (VENV / "bin" / "python").exists():
         pytest.skip(f"{VENV} is missing: run scripts/setup_vllm_env.sh")
-    with tiny_vllm_server(vllm_server_log) as base_url:
+    with tiny_vllm_server(vllm_server_log, env=STORE_ENV) as base_url:
         yield base_url
 
 
