@@ -23,6 +23,9 @@ What it installs (docs/sglang.md, "Internals", has the why of each):
 * AROUND ``OpenAIServingChat._apply_jinja_template``: gpt-oss prompts are rendered with
   ``openai_harmony``, the history as the model wrote it (:mod:`sglang_ext.history`), and
   AROUND ``OpenAIServingChat.handle_request``: a message's ``reasoning`` key is kept;
+* AROUND ``OpenAIServingResponses.create_responses``, the Harmony contexts' parser factory and
+  their ``append_output``: ``/v1/responses`` on gpt-oss parsed by harmony-ext's drop-in for
+  openai-harmony's parser, with the request's tools (:mod:`sglang_ext.responses`);
 * ``SGLANG_HTTP_SERVER_APP_PATH`` (when unset): tokenizer workers (``--tokenizer-worker-num``
   > 1) do not load plugins, so they import :mod:`sglang_ext.http_app`, which does.
 
@@ -60,6 +63,7 @@ RENDER = (
     "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat._render_and_encode_chat_template"
 )
 PREPARE_ARGS = "sglang.srt.server_args.prepare_server_args"
+RESPONSES = "Responses API parsed by harmony-ext"
 RUST_SERVER_ENV = "SGLANG_RUST_SERVER"
 
 logger = logging.getLogger("sglang_ext")
@@ -266,6 +270,16 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
     out = []
     for what, target, hook, kind in points:
         out.append((what, target, hook, kind, _missing(target)))
+    # The Responses API: several hooks that work together, so all or none (one line if none).
+    try:
+        from . import responses
+    except ImportError as e:
+        out.append((RESPONSES, "harmony_plugins.compat", lambda *a, **k: None, "AROUND",
+                    f"the core's drop-in parser is not importable ({e})"))
+        return out
+    why = responses.problem()
+    for target, hook, kind in responses.hook_points():
+        out.append((RESPONSES, target, hook, kind, why))
     return out
 
 
@@ -299,8 +313,9 @@ def install_hooks() -> dict[str, str]:
     done: dict[str, str] = {}
     for what, target, hook, kind, missing in _hook_points():
         if missing:
+            if what not in done:  # one line per hook point, however many targets it has
+                logger.warning("harmony-ext: hook %r not installed: %s", what, missing)
             done[what] = f"off ({missing})"
-            logger.warning("harmony-ext: hook %r not installed: %s", what, missing)
             continue
         if HookRegistry is not None:
             registered = HookRegistry._hooks.get(target, []) if hasattr(

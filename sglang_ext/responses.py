@@ -1,0 +1,198 @@
+"""SGLang's Responses API for gpt-oss, parsed by harmony-ext.
+
+For a gpt-oss model SGLang serves ``/v1/responses`` with ``openai_harmony`` itself, never with
+the configured parsers: ``create_responses`` builds a ``HarmonyContext`` (non-streamed) or a
+``StreamingHarmonyContext``, each of which takes a parser from
+``get_streamable_parser_for_assistant()`` and feeds it every output token; the items come from
+``parser.messages`` and ``parser.current_*`` (``harmony_utils.parse_output_message`` /
+``parse_remaining_state``). openai-harmony's parser raises on the slips gpt-oss makes (a header
+without ``<|start|>``, an unknown channel, a forged turn), and the item builders raise on a
+channel or recipient they do not know: the request fails, or the stream is cut.
+
+With a ``harmony-ext`` parser selected (tool-call or reasoning parser, either one: this path
+builds neither, and always has the request's tools), the contexts get the core's drop-in for
+openai-harmony's parser instead (:class:`harmony_plugins.compat.StreamableParser`), built with
+the request's tools and the adapter's observer (the counters, the recovery log line). The
+contexts are built without the request, so three hooks place it (docs/sglang.md, internals
+section 10):
+
+* AROUND ``OpenAIServingResponses.create_responses``: the request in a context variable while
+  SGLang builds its context (it does so inside this call, before any output);
+* AROUND ``context.get_streamable_parser_for_assistant`` (the name the contexts call): the
+  drop-in when that variable holds a request, else openai-harmony's parser as before;
+* AROUND ``HarmonyContext.append_output`` and ``StreamingHarmonyContext.append_output``: the
+  engine's last output of a generation (its finish reason set) ends the parse
+  (``process_eos``), which SGLang never calls. That is where the contract's end-of-stream
+  rules apply and the response is counted, before SGLang builds its items; and it is how the
+  drop-in tells the model's output from what SGLang feeds back afterwards in its built-in tool
+  loop (the tool's result message, the next turn's ``<|start|>assistant``), which it reads as
+  openai-harmony does. An aborted generation is not ended (nothing is counted), as on chat.
+
+Any other parser choice, and any model SGLang does not serve through Harmony, leaves SGLang as
+it is. What the hooks need from SGLang is checked once, at start-up (:func:`problem`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import logging
+import os
+import pkgutil
+from collections.abc import Callable
+from typing import Any
+
+from harmony_plugins import compat, pass_undeclared
+from harmony_plugins.adapter_support import metrics
+
+from .names import NAME, metrics_enabled
+
+logger = logging.getLogger("sglang_ext")
+
+CREATE = "sglang.srt.entrypoints.openai.serving_responses.OpenAIServingResponses.create_responses"
+PARSER = "sglang.srt.entrypoints.context.get_streamable_parser_for_assistant"
+APPEND = "sglang.srt.entrypoints.context.HarmonyContext.append_output"
+STREAM_APPEND = "sglang.srt.entrypoints.context.StreamingHarmonyContext.append_output"
+FORWARD_UNKNOWN_TOOLS = "SGLANG_FORWARD_UNKNOWN_TOOLS"
+ABORTED = "abort"
+
+CURRENT: contextvars.ContextVar[Any] = contextvars.ContextVar("harmony_ext_responses",
+                                                              default=None)
+"""The Responses request whose context SGLang is building (set by :func:`bind_request`)."""
+
+_count = metrics.Counting(logger)
+_report = metrics.Counting(logger, count=False)  # without --enable-metrics: the log line only
+
+
+def active(serving: Any) -> bool:
+    """A harmony-ext parser is selected and the server answers Responses through Harmony."""
+    return (NAME in (getattr(serving, "tool_call_parser", None),
+                     getattr(serving, "reasoning_parser", None))
+            and getattr(serving, "use_harmony", False) is True)
+
+
+def new_parser(request: Any) -> compat.StreamableParser:
+    """The drop-in for one response: the request's tools, SGLang's pass-undeclared switch or
+    ours, and the adapter's observer."""
+    from openai_harmony import Role
+    from sglang.srt.entrypoints.harmony_utils import get_encoding
+
+    return compat.StreamableParser(
+        get_encoding(), Role.ASSISTANT, tools=list(getattr(request, "tools", None) or []),
+        observer=_count if metrics_enabled() else _report,
+        pass_undeclared=pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS))
+
+
+# -- the hooks -------------------------------------------------------------------------------
+
+
+async def bind_request(original: Callable[..., Any], self: Any, *args: Any,
+                       **kwargs: Any) -> Any:
+    """AROUND ``OpenAIServingResponses.create_responses``."""
+    if not active(self):
+        return await original(self, *args, **kwargs)
+    request = kwargs["request"] if "request" in kwargs else (args[0] if args else None)
+    token = CURRENT.set(request)
+    try:
+        return await original(self, *args, **kwargs)
+    finally:
+        CURRENT.reset(token)
+
+
+def parser_for_request(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """AROUND ``get_streamable_parser_for_assistant`` as the contexts call it."""
+    request = CURRENT.get()
+    if request is None:
+        return original(*args, **kwargs)
+    return new_parser(request)
+
+
+def _ends_generation(output: Any) -> bool:
+    """Whether ``output`` is the engine's last for a generation (a finish reason is set) and
+    the generation was not aborted."""
+    if not isinstance(output, dict) or "output_ids" not in output:
+        return False  # a tool's result SGLang hands the context, not model output
+    meta = output.get("meta_info")
+    finish = meta.get("finish_reason") if isinstance(meta, dict) else None
+    if finish is None:
+        return False
+    kind = finish.get("type") if isinstance(finish, dict) else finish
+    return kind != ABORTED
+
+
+def end_whole_generation(original: Callable[..., Any], self: Any, output: Any, *args: Any,
+                         **kwargs: Any) -> Any:
+    """AROUND ``HarmonyContext.append_output`` (non-streamed): the context copies the
+    parser's messages into its own list, so the ones the end of the parse completes are
+    copied too."""
+    parser = getattr(self, "parser", None)
+    if not isinstance(parser, compat.StreamableParser) or not isinstance(output, dict):
+        return original(self, output, *args, **kwargs)
+    # SGLang copies all the parser's messages on every output of the model: after a built-in
+    # tool's turn, the earlier generations' messages again. Only the new ones are kept.
+    copied, start = len(parser.messages), len(self._messages)
+    result = original(self, output, *args, **kwargs)
+    del self._messages[start:start + copied]
+    if _ends_generation(output):
+        before = len(parser.messages)
+        parser.process_eos()
+        self._messages.extend(parser.messages[before:])
+    return result
+
+
+def end_streamed_generation(original: Callable[..., Any], self: Any, output: Any, *args: Any,
+                            **kwargs: Any) -> Any:
+    """AROUND ``StreamingHarmonyContext.append_output`` (its messages are the parser's)."""
+    result = original(self, output, *args, **kwargs)
+    parser = getattr(self, "parser", None)
+    if isinstance(parser, compat.StreamableParser) and _ends_generation(output):
+        parser.process_eos()
+        # The next generation's ids (SGLang's built-in tool loop) are counted from 0 again:
+        # SGLang keeps this count across generations and would skip as many of its ids.
+        if isinstance(getattr(self, "num_processed_tokens", None), int):
+            self.num_processed_tokens = 0
+    return result
+
+
+def hook_points() -> list[tuple[str, Callable[..., Any], str]]:
+    """(target, hook, kind) of every hook this module needs; all or none are installed."""
+    return [(CREATE, bind_request, "AROUND"), (PARSER, parser_for_request, "AROUND"),
+            (APPEND, end_whole_generation, "AROUND"),
+            (STREAM_APPEND, end_streamed_generation, "AROUND")]
+
+
+# -- what the hooks rely on ------------------------------------------------------------------
+
+
+def _names(func: Any) -> set[str]:
+    code = getattr(inspect.unwrap(func), "__code__", None)
+    return set(code.co_names) if code is not None else set()
+
+
+def problem() -> str | None:
+    """Why the hooks cannot work on this SGLang, or None (checked once, at start-up)."""
+    try:
+        create = pkgutil.resolve_name(CREATE)
+        context = pkgutil.resolve_name(PARSER.rsplit(".", 1)[0])
+    except Exception as e:
+        return f"SGLang's Responses serving is not where expected ({type(e).__name__}: {e})"
+    for cls in ("HarmonyContext", "StreamingHarmonyContext"):
+        klass = getattr(context, cls, None)
+        if klass is None or not callable(getattr(klass, "append_output", None)):
+            return f"sglang.srt.entrypoints.context.{cls}.append_output does not exist"
+        if "get_streamable_parser_for_assistant" not in _names(klass.__init__):
+            return (f"{cls}.__init__ no longer takes its parser from "
+                    "get_streamable_parser_for_assistant()")
+    if not callable(getattr(context, "get_streamable_parser_for_assistant", None)):
+        return "sglang.srt.entrypoints.context.get_streamable_parser_for_assistant is gone"
+    if not {"HarmonyContext", "StreamingHarmonyContext"} <= _names(create):
+        return "create_responses no longer builds SGLang's Harmony contexts itself"
+    if "request" not in inspect.signature(inspect.unwrap(create)).parameters:
+        return "create_responses takes no request"
+    if "_messages" not in _names(context.HarmonyContext.append_output):
+        return "HarmonyContext.append_output no longer keeps its messages in _messages"
+    try:
+        import openai_harmony  # noqa: F401
+    except ImportError as e:
+        return f"openai_harmony is not importable ({e})"
+    return None
