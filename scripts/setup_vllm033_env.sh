@@ -52,6 +52,8 @@ venv_step "download $VLLM_REQ (no dependencies)" \
 # starts it to show how it treats a harmony-ext parser.
 venv_step "unpack its Python files and data" \
     "$BASE/bin/python" -m zipfile -e "$WHEELS"/vllm-*.whl "$SITE"
+# zipfile drops the executable bit; vLLM runs vllm-rs only if it is executable.
+venv_step "make its Rust front end executable" chmod +x "$SITE/vllm/vllm-rs"
 venv_step "drop its compiled files" \
     find "$SITE/vllm" \( -name '*.so' -o -path "$SITE/vllm/third_party/*/cutlass" \) -prune \
         -exec rm -rf {} +

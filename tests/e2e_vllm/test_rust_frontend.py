@@ -15,8 +15,22 @@ import pytest
 
 from tests.e2e_vllm.conftest import ROOT, SERVER_SCRIPT, VENV, free_port
 
-RUST = next(iter(VENV.glob("**/site-packages/vllm/vllm-rs")), None) or next(
-    iter(VENV.glob("site/vllm/vllm-rs")), None)
+
+def _rust_binary() -> Path | None:
+    """vLLM's ``vllm-rs`` beside the vLLM package the tier's interpreter imports (the 0.33
+    tier's venv holds only the wheel and finds vLLM through a path file)."""
+    found = subprocess.run(
+        [str(VENV / "bin" / "python"), "-c",
+         "import importlib.util, os; spec = importlib.util.find_spec('vllm'); "
+         "print(os.path.dirname(spec.origin) if spec and spec.origin else '')"],
+        capture_output=True, text=True, timeout=120, cwd="/",
+        env={**os.environ, "PYTHONSAFEPATH": "1"})
+    folder = found.stdout.strip()
+    binary = Path(folder) / "vllm-rs" if folder else None
+    return binary if binary is not None and binary.exists() else None
+
+
+RUST = _rust_binary()
 
 
 @pytest.mark.skipif(RUST is None, reason=f"no vllm-rs in {VENV}: this vLLM has no Rust front end")
