@@ -27,7 +27,7 @@ from harmony_ext_testing import LOADED_FROM
 ROOT = Path(__file__).resolve().parents[2]
 VENV = Path(os.environ.get("VENV_VLLM", ROOT / ".venv-vllm"))
 SERVER_SCRIPT = ROOT / "scripts" / "vllm_tiny_server.sh"
-START_TIMEOUT_S = float(os.environ.get("VLLM_START_TIMEOUT_S", "180"))  # first GPU start: more
+START_TIMEOUT_S = float(os.environ.get("VLLM_START_TIMEOUT_S", "300"))  # a busy machine: more
 STOP_TIMEOUT_S = 30.0
 
 
