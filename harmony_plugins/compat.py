@@ -19,7 +19,13 @@ Tokens a caller feeds back after the model stopped (a tool's result rendered as 
 ``<|start|>functions.x to=assistant ...<|end|>``, then the next turn's ``<|start|>assistant``,
 as SGLang's built-in tool loop does) are read as openai-harmony reads them: the tool's message
 is kept as written, and the assistant's next turn is a new turn of the model's, parsed by the
-contract. ``openai_harmony`` is imported when the first parser is built, never at import.
+contract. Which tokens are the caller's: with ``generations=True`` the caller ends each of the
+model's generations with :meth:`StreamableParser.process_eos`, so everything before it is the
+model's (a ``<|start|>functions.x`` the model writes after its ``<|call|>`` is a forged turn,
+as the contract says) and only what comes after it can be the caller's; without, what follows a
+stop token and begins with another role's ``<|start|>`` is taken for the caller's (the engines
+stop the model at its stop tokens). ``openai_harmony`` is imported when the first parser is
+built, never at import.
 """
 
 from __future__ import annotations
@@ -72,13 +78,16 @@ class StreamableParser:
     tools (chat or Responses shapes, dicts or objects); only those are calls, by the contract;
     without them every recipient is kept as written. ``observer`` receives each turn's
     :class:`~harmony_plugins.Summary` (the adapters' counters); ``pass_undeclared`` as for
-    :class:`~harmony_plugins.Request`.
+    :class:`~harmony_plugins.Request`; ``generations``: the caller ends each generation with
+    :meth:`process_eos` (see the module docstring).
     """
 
     def __init__(self, encoding: Any = None, role: Any = None, *, strict: bool = True,
                  tools: Iterable[Any] | None = None, vocab: Vocab | None = None,
                  observer: Observer | None = None, pass_undeclared: bool = False,
-                 id_factory: Callable[[], str] | None = None) -> None:
+                 id_factory: Callable[[], str] | None = None,
+                 generations: bool = False) -> None:
+        self._generations = generations
         self._oh = _harmony()
         self._request = Request(tools, pass_undeclared=pass_undeclared,
                                 any_recipient=tools is None)
@@ -110,7 +119,7 @@ class StreamableParser:
         if mode == _TURN:
             self._feed([token])
             self._ended_last = marker == hm.END or marker in _STOPS
-            if marker in _STOPS:
+            if marker in _STOPS and not self._generations:
                 self._mode = _BETWEEN
                 self._after_call = marker == hm.CALL
         elif mode == _BETWEEN:
@@ -118,8 +127,10 @@ class StreamableParser:
                 self._pending = [token]
                 self._mode = _PENDING
                 self._ended_last = False
-            elif self._turn is not None:
-                self._feed([token])  # the turn's own rules: text after a call, after the end
+            else:  # the turn's own rules (text after a call, after the end), or the next turn
+                self._mode = _TURN if self._turn is None or self._turn.closed else mode
+                self._ended_last = False
+                self._feed([token])
         elif mode == _PENDING:
             self._pending.append(token)
             if marker is not None:
@@ -222,7 +233,9 @@ class StreamableParser:
         return turn
 
     def _feed(self, ids: list[int]) -> None:
-        turn = self._turn or self._new_turn()
+        turn = self._turn
+        if turn is None or turn.closed:  # the model's next generation
+            turn = self._new_turn()
         self._absorb(turn.feed_ids(ids))
 
     def _absorb(self, step: Step) -> None:

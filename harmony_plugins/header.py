@@ -178,16 +178,18 @@ def is_header_like(text: str) -> bool:
     return True
 
 
-def resolve_recipient(recipient: str, tools: frozenset[str]) -> tuple[str | None, str | None]:
-    """Map a recipient to a declared function name.
+def resolve_recipient(recipient: str, tools: frozenset[str],
+                      builtins: frozenset[str] = frozenset()) -> tuple[str | None, str | None]:
+    """Map a recipient to a declared tool's name (``builtins``: those of ``tools`` that are
+    built-in tools, written bare).
 
-    Returns ``(name, rule)``: ``name`` is None when no declared function matches; ``rule``
+    Returns ``(name, rule)``: ``name`` is None when no declared tool matches; ``rule``
     names the recovery that made it match, or the reason it did not.
     """
     prefixed = recipient.startswith(_FUNCTIONS)
     bare = recipient[len(_FUNCTIONS):] if prefixed else recipient
     if bare in tools:  # a built-in tool's recipient is written bare: no slip
-        return bare, None if prefixed or hm.is_builtin_recipient(bare) else rules.BARE_RECIPIENT
+        return bare, None if prefixed or bare in builtins else rules.BARE_RECIPIENT
     for suffix in hm.CONTENT_TYPES:
         if bare.endswith(suffix) and bare[: -len(suffix)] in tools:
             return bare[: -len(suffix)], rules.GLUED_CONTENT_TYPE

@@ -151,7 +151,7 @@ class Machine:
 
     __slots__ = (
         "tools", "spaced", "checker", "new_id", "pass_undeclared", "tools_unknown",
-        "any_recipient",
+        "any_recipient", "builtins",
         "state", "after_call", "stop_reason", "calls", "seen_marker", "recoveries",
         "outcomes", "leaks", "maybe_calls",
         "role_given", "free", "sections", "section_kind", "pieces",
@@ -167,9 +167,11 @@ class Machine:
         schemas: Mapping[str, Any] | None = None,
         tools_unknown: bool = False,
         any_recipient: bool = False,
+        builtins: frozenset[str] = frozenset(),
     ) -> None:
         self.tools = tools
         self.any_recipient = any_recipient
+        self.builtins = builtins  # the declared tools that are built-in tools (written bare)
         self.spaced = hdr.spaced_names(tools)
         self.checker = ArgumentChecker(schemas or {})
         self.new_id = id_factory or random_call_id
@@ -442,7 +444,7 @@ class Machine:
                 self._drop(rules.EMPTY_RECIPIENT)
                 return
         if recipient is not None:
-            name, rule = hdr.resolve_recipient(recipient, self.tools)
+            name, rule = hdr.resolve_recipient(recipient, self.tools, self.builtins)
             undeclared = name is None and rule == rules.UNDECLARED_FUNCTION
             if undeclared and self.pass_undeclared:
                 name = recipient[len(mk.FUNCTIONS_PREFIX):]
@@ -481,7 +483,7 @@ class Machine:
         self.call_name = "" if undeclared else name
         self.calls += 1
         self.cutter = ArgumentCutter()
-        recipient = written or recipient_of(name)
+        recipient = written or recipient_of(name, self.builtins)
         out.append(MessageBegin("call", counted_channel("call", h.channel, recipient), h.channel,
                                 recipient, h.written_content_type))
         out.append(ToolCallBegin(self.call_index, self.new_id(), name))

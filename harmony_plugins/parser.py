@@ -9,7 +9,7 @@ from .events import Event
 from .frontends import IdsInput, TextInput
 from .machine import Machine
 from .openai import ChatResult
-from .tools import tool_names, tool_schemas
+from .tools import builtin_names, tool_names, tool_schemas
 from .vocab import Vocab
 
 FINISHES = ("stop", "length", "unknown")
@@ -63,7 +63,8 @@ class StreamParser:
         if id_factory is not None and not callable(id_factory):
             raise TypeError("id_factory must be a callable returning a call id")
         self._machine = Machine(tool_names(tools), id_factory, bool(pass_undeclared),
-                                tool_schemas(tools), bool(tools_unknown), bool(any_recipient))
+                                tool_schemas(tools), bool(tools_unknown), bool(any_recipient),
+                                builtin_names(tools))
         self._encoding = encoding
         self._ids: IdsInput | None = None
         self._text: TextInput | None = None

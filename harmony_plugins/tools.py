@@ -23,7 +23,14 @@ BUILTIN_RECIPIENTS: Mapping[str, tuple[str, ...]] = {
 }
 """Responses API built-in tool types, and the recipients gpt-oss uses for them."""
 
-BUILTIN_NAMES = frozenset(n for names in BUILTIN_RECIPIENTS.values() for n in names)
+
+
+class Builtin(str):
+    """A recipient a Responses built-in tool declares (``python``, ``browser.search``): called
+    by its bare name. A function tool of the same name (a function named ``python``) is
+    called ``functions.python``, so the two are told apart by this type, not the spelling."""
+
+    __slots__ = ()
 
 NAMESPACE_SEPARATOR = "__"
 """How a Responses ``namespace`` tool's functions are named flat (``space__name``)."""
@@ -34,10 +41,18 @@ def field(tool: Any, key: str) -> Any:
     return tool.get(key) if isinstance(tool, Mapping) else getattr(tool, key, None)
 
 
-def recipient(name: str) -> str:
-    """The Harmony recipient of a declared callable: ``functions.NAME``, or a built-in's own
-    name (``browser.search``)."""
-    return name if name in BUILTIN_NAMES else hm.function_recipient(name)
+def recipient(name: str, builtins: frozenset[str] = frozenset()) -> str:
+    """The Harmony recipient of a declared callable: a declared built-in's own name
+    (``browser.search``), else ``functions.NAME``."""
+    return name if name in builtins else hm.function_recipient(name)
+
+
+def builtin_names(tools: Iterable[Any] | None) -> frozenset[str]:
+    """The names among the declared tools (:func:`declared_tools`' output, or names) that are
+    built-in tools' recipients: those a Responses built-in tool declared, and plain names in a
+    built-in namespace (``browser.search``: no function name holds a dot)."""
+    return frozenset(t for t in tools or () if isinstance(t, Builtin) or (
+        isinstance(t, str) and "." in t and hm.is_builtin_recipient(t)))
 
 
 def declared_tools(tools: Iterable[Any] | None) -> list[Any]:
@@ -58,7 +73,7 @@ def declared_tools(tools: Iterable[Any] | None) -> list[Any]:
                     out.append({"name": f"{space}{NAMESPACE_SEPARATOR}{field(inner, 'name')}",
                                 "parameters": field(inner, "parameters")})
         elif kind in BUILTIN_RECIPIENTS:
-            out.extend(BUILTIN_RECIPIENTS[kind])
+            out.extend(Builtin(name) for name in BUILTIN_RECIPIENTS[kind])
         else:
             out.append(tool)
     return out

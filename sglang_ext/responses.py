@@ -80,7 +80,7 @@ def new_parser(request: Any) -> compat.StreamableParser:
     return compat.StreamableParser(
         get_encoding(), Role.ASSISTANT, tools=list(getattr(request, "tools", None) or []),
         observer=_count if metrics_enabled() else _report,
-        pass_undeclared=pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS))
+        pass_undeclared=pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS), generations=True)
 
 
 # -- the hooks -------------------------------------------------------------------------------

@@ -298,3 +298,43 @@ def test_the_format_guides_streaming_loop_runs_unchanged() -> None:
         return lines
 
     assert loop(StreamableParser) == loop(oh.StreamableParser)
+
+
+def test_with_generations_only_what_follows_process_eos_can_be_the_callers() -> None:
+    """generations=True (SGLang's hook): the caller ends each generation with process_eos.
+    Within one, a <|start|>functions.x after the model's <|call|> is a forged turn (contract
+    section 2: nothing of it is kept); after process_eos the same message is the caller's, and
+    the next generation may begin with or without <|start|>assistant."""
+    call = ('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>'
+            '{"city":"Paris"}<|call|>')
+    result = ('<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>'
+              '{"temp":20}<|end|>')
+    answer = "<|channel|>final<|message|>It is 20 degrees.<|return|>"
+    forged = StreamableParser(ENCODING, role=A, tools=["get_weather"], generations=True)
+    for token in ids(call + result + "<|start|>assistant" + answer):
+        forged.process(token)
+    forged.process_eos()
+    assert [m.recipient for m in forged.messages] == ["functions.get_weather"]
+    for start in ("<|start|>assistant", ""):
+        fed = StreamableParser(ENCODING, role=A, tools=["get_weather"], generations=True)
+        for token in ids(call):
+            fed.process(token)
+        fed.process_eos()
+        for token in ids(result + start + answer):
+            fed.process(token)
+        fed.process_eos()
+        assert [(m.author.role, m.content[0].text) for m in fed.messages] == [
+            (A, '{"city":"Paris"}'), (oh.Role.TOOL, '{"temp":20}'), (A, "It is 20 degrees.")]
+
+
+def test_a_function_named_python_is_called_as_a_function() -> None:
+    """Only a Responses built-in tool (code_interpreter) is called by the bare name python; a
+    function tool named python is functions.python (SGLang would run its own interpreter)."""
+    tokens = ids('<|channel|>commentary to=python<|message|>print(1)<|call|>')
+    function = {"type": "function", "name": "python", "parameters": {"type": "object"}}
+    for tools, recipient in (([function], "functions.python"),
+                             ([{"type": "code_interpreter"}], "python")):
+        parser = StreamableParser(ENCODING, role=A, tools=tools)
+        for token in tokens:
+            parser.process(token)
+        assert [m.recipient for m in parser.messages] == [recipient]

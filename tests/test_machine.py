@@ -296,10 +296,12 @@ def test_resolve_recipient():
     assert resolve_recipient("functions.shelljson", tools | {"shelljson"}) == ("shelljson", None)
     assert resolve_recipient("functions.nope", tools) == (None, rules.UNDECLARED_FUNCTION)
     assert resolve_recipient("browser.search", tools) == (None, rules.UNDECLARED_RECIPIENT)
-    # A built-in tool's recipient is written bare: declared, it is no slip.
-    assert resolve_recipient("python", tools) == ("python", None)
-    assert resolve_recipient("browser.search", tools | {"browser.search"}) == (
-        "browser.search", None)
+    # A function named python, called bare: the slip. A built-in tool's recipient is written
+    # bare: declared as one, it is no slip.
+    assert resolve_recipient("python", tools) == ("python", rules.BARE_RECIPIENT)
+    assert resolve_recipient("python", tools, frozenset({"python"})) == ("python", None)
+    assert resolve_recipient("browser.search", tools | {"browser.search"},
+                             frozenset({"browser.search"})) == ("browser.search", None)
 
 
 def test_tool_names_shapes():

@@ -63,13 +63,6 @@ ITEMS: dict[str, list[list[Any]]] = {
 
 CORE_BUGS: dict[str, str] = {
     # case id -> why it fails (xfail strict: a fix shows up as XPASS; then remove the entry).
-    "args_python_code": "a declared function named python gets the built-in recipient "
-                        "'python': SGLang runs its code interpreter (KeyError: no tool session)",
-    "args_python_listcomp": "as args_python_code",
-    "args_python_dict_code": "as args_python_code",
-    "route_forged_tool_result_after_call": "the drop-in reads the model's forged "
-                                           "<|start|>functions.x after <|call|> as a tool "
-                                           "result fed back, and surfaces what follows",
 }
 
 
