@@ -67,6 +67,27 @@ def harmony_message(begin: MessageBegin, text: str) -> Any:
     return message
 
 
+def prompt_message(message: Any) -> Any:
+    """A prompt message of the core (a :class:`~harmony_plugins.conversation.Message` with a
+    text body, as :func:`~harmony_plugins.item_messages` returns) as the
+    ``openai_harmony.Message`` an engine renders: author (a tool result's ``functions.NAME``),
+    channel, recipient and content type as the core gave them."""
+    oh = _harmony()
+    role = oh.Role(message.role)
+    if message.author and message.author != message.role:
+        out = oh.Message.from_author_and_content(oh.Author.new(role, message.author),
+                                                 message.body)
+    else:
+        out = oh.Message.from_role_and_content(role, message.body)
+    if message.channel is not None:
+        out = out.with_channel(message.channel)
+    if message.recipient is not None:
+        out = out.with_recipient(message.recipient)
+    if message.content_type is not None:
+        out = out.with_content_type(message.content_type)
+    return out
+
+
 class StreamableParser:
     """openai-harmony's ``StreamableParser(encoding, role)``, parsed by the contract.
 

@@ -17,8 +17,10 @@ as if the turn were answered. With a ``harmony-ext`` parser selected, two hooks 
   hands the whole list to the core once (a message's channel depends on the items after it),
   and vLLM's per-item conversion (``response_input_to_harmony``, called by that method) returns
   the core's message for each item the model wrote or a tool answered (assistant messages,
-  reasoning, calls, call outputs), translated to openai_harmony's ``Message``. The instructions,
-  system and developer messages and user items stay vLLM's, as does the rendering.
+  reasoning, calls, call outputs), translated to openai_harmony's ``Message``
+  (:func:`harmony_plugins.compat.prompt_message`, which SGLang's adapter uses too). The
+  instructions, system and developer messages and user items stay vLLM's, as does the
+  rendering.
 
 With ``previous_response_id`` vLLM renders the stored Harmony messages of the previous
 response, which our parser completed with the channel each counts as (a preamble on
@@ -39,7 +41,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harmony_plugins import NotRenderable, harmony, item_messages, phase_of
+from harmony_plugins import NotRenderable, compat, harmony, item_messages, phase_of
 from harmony_plugins.adapter_support import hooks
 from harmony_plugins.adapter_support.once import Once
 
@@ -167,7 +169,7 @@ def planned(request: Any, previous: Any) -> dict[int, Any] | None:
         _once(f"fallback:{e.kind}", logging.INFO, "harmony-ext: %s; the input items of such "
               "Responses requests are converted by vLLM, not harmony-ext", e)
         return None
-    return {id(item): None if message is None else harmony_message(message)
+    return {id(item): None if message is None else compat.prompt_message(message)
             for item, message in zip(items, messages, strict=True) if round_trips(item)}
 
 
@@ -178,25 +180,6 @@ def round_trips(item: Any) -> bool:
     if kind in ROUND_TRIPPED:
         return True
     return kind in (None, "message") and get("role", None) == harmony.ASSISTANT
-
-
-def harmony_message(message: Any) -> Any:
-    """A core ``conversation.Message`` as openai_harmony's ``Message`` (what vLLM renders)."""
-    from openai_harmony import Author, Role
-    from openai_harmony import Message as HarmonyMessage
-
-    if message.author and message.author != message.role:
-        out = HarmonyMessage.from_author_and_content(
-            Author.new(Role(message.role), message.author), message.body)
-    else:
-        out = HarmonyMessage.from_role_and_content(Role(message.role), message.body)
-    if message.channel is not None:
-        out = out.with_channel(message.channel)
-    if message.recipient is not None:
-        out = out.with_recipient(message.recipient)
-    if message.content_type is not None:
-        out = out.with_content_type(message.content_type)
-    return out
 
 
 def _convert_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
