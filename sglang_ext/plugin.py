@@ -26,6 +26,9 @@ What it installs (docs/sglang.md, "Internals", has the why of each):
 * AROUND ``OpenAIServingResponses.create_responses``, the Harmony contexts' parser factory and
   their ``append_output``: ``/v1/responses`` on gpt-oss parsed by harmony-ext's drop-in for
   openai-harmony's parser, with the request's tools (:mod:`sglang_ext.responses`);
+* AROUND ``OpenAIServingResponses._construct_input_messages_with_harmony`` and the
+  ``parse_response_input`` it calls: input items sent back (or named by
+  ``previous_response_id``) rendered as the model wrote them (:mod:`sglang_ext.items`);
 * ``SGLANG_HTTP_SERVER_APP_PATH`` (when unset): tokenizer workers (``--tokenizer-worker-num``
   > 1) do not load plugins, so they import :mod:`sglang_ext.http_app`, which does.
 
@@ -64,6 +67,7 @@ RENDER = (
 )
 PREPARE_ARGS = "sglang.srt.server_args.prepare_server_args"
 RESPONSES = "Responses API parsed by harmony-ext"
+ITEMS = "Responses items read back as the model wrote them"
 RUST_SERVER_ENV = "SGLANG_RUST_SERVER"
 
 logger = logging.getLogger("sglang_ext")
@@ -280,6 +284,11 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
     why = responses.problem()
     for target, hook, kind in responses.hook_points():
         out.append((RESPONSES, target, hook, kind, why))
+    from . import items
+
+    why = items.problem()
+    for target, hook, kind in items.hook_points():
+        out.append((ITEMS, target, hook, kind, why))
     return out
 
 
