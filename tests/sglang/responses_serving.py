@@ -179,6 +179,7 @@ class ResponsesRun:
     stream: bool
     error: str | None = None  # an HTTP error's message, or what cut the stream
     status: str | None = None
+    response_id: str | None = None  # the (final) response's id (for previous_response_id)
     output: list[dict[str, Any]] = field(default_factory=list)  # the (final) response's items
     final_event: str | None = None  # response.completed / incomplete / failed (streamed)
     added: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # output_item.added
@@ -229,11 +230,13 @@ def _fold(folded: dict[int, dict[str, Any]], event: dict[str, Any]) -> None:
 
 class ResponsesServer:
     """SGLang's ``OpenAIServingResponses`` for one parser pair, on the CPU (about 10 s to build,
-    mostly imports). ``tool_server``: SGLang's tool server (a stand-in) for built-in tools."""
+    mostly imports). ``tool_server``: SGLang's tool server (a stand-in) for built-in tools;
+    ``server_args``: more of SGLang's server arguments (``enable_response_store=True`` for
+    ``previous_response_id``)."""
 
     def __init__(self, model_dir: str | Path, tool_parser: str | None = NAME,
                  reasoning_parser: str | None = NAME, *, enable_metrics: bool = False,
-                 tool_server: Any = None) -> None:
+                 tool_server: Any = None, **server_args: Any) -> None:
         from sglang.srt.parser.template_manager import TemplateManager
         from sglang.srt.server_args import ServerArgs
         from transformers import AutoTokenizer
@@ -243,7 +246,7 @@ class ResponsesServer:
         load_openai_harmony()  # SGLang's openai_harmony downloads its vocabulary otherwise
         self.args = ServerArgs(model_path=str(model_dir), tool_call_parser=tool_parser,
                                reasoning_parser=reasoning_parser, device="cpu",
-                               enable_metrics=enable_metrics)
+                               enable_metrics=enable_metrics, **server_args)
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
         self.tokenizer.chat_template = HARMONY_TEST_TEMPLATE
         self.publish()
@@ -303,6 +306,7 @@ class ResponsesServer:
                     got.error = data["error"]["message"]
                     return
                 got.status, got.output = data["status"], data["output"]
+                got.response_id = data.get("id")
                 return
             if not hasattr(result, "__aiter__"):  # refused before streaming
                 got.error = json.loads(result.body)["error"]["message"]
@@ -334,6 +338,7 @@ class ResponsesServer:
         elif kind in ("response.completed", "response.incomplete", "response.failed"):
             got.final_event = kind
             got.status = event["response"]["status"]
+            got.response_id = event["response"].get("id")
             got.output = event["response"]["output"]
 
 
