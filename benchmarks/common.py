@@ -132,7 +132,7 @@ def token_pieces(enc: Any, ids: list[int]) -> list[str]:
 
 def streams(shapes: list[str], lengths: list[int]) -> dict[tuple[str, int], dict[str, Any]]:
     """``{(shape, n): {"ids": [...], "pieces": [...]}}``, the same in every venv."""
-    from harmony_plugins.o200k import tiktoken_encoding
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
 
     enc = tiktoken_encoding()
     out = {}

@@ -1,6 +1,6 @@
 """A Hugging Face fast tokenizer for gpt-oss, written offline (tiny test models, tests).
 
-Built from the o200k ranks the wheel ships (:mod:`harmony_plugins.o200k`) with the
+Built from the o200k ranks the wheel ships (:mod:`harmony_plugins.vocab.o200k`) with the
 ``tokenizers`` package alone; see docs/tokenizer.md for why these merges reproduce tiktoken.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harmony_plugins.harmony import SPECIAL_IDS
-from harmony_plugins.o200k import O200K_PAT_STR, o200k_base_pieces
+from harmony_plugins.vocab.o200k import O200K_PAT_STR, o200k_base_pieces
 
 __all__ = ["HF_ADDED_TOKEN_IDS", "build_hf_tokenizer", "write_hf_tokenizer"]
 

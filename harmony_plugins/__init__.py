@@ -11,10 +11,7 @@ that for it. The names below are the public interface: the adapters import these
 from __future__ import annotations
 
 from . import compat, harmony, rules
-from .conversation import NotRenderable, part_of, written_order
-from .escaping import Escaper
-from .escaping import for_tokenizer as escaper_for
-from .events import (
+from ._events import (
     ContentText,
     EndOfTurn,
     Event,
@@ -27,13 +24,23 @@ from .events import (
     ToolCallBegin,
     ToolCallEnd,
 )
-from .items import item_messages, phase_of
-from .openai import ChatResult
-from .parser import StreamParser, parse_ids, parse_text
-from .render import MissingExtra, chat_prompt_ids
-from .steps import CallDelta, Step
-from .tools import chat_request_tools
-from .turn import Request, Summary, Turn, count_reasoning_tokens, pass_undeclared, switch
+from ._openai import ChatResult
+from ._parser import StreamParser, parse_ids, parse_text
+from ._steps import CallDelta, Step
+from ._switches import pass_undeclared, switch
+from ._tools import chat_request_tools
+from ._turn import Request, Summary, Turn, count_reasoning_tokens
+from .prompt import (
+    Escaper,
+    MissingExtra,
+    NotRenderable,
+    chat_prompt_ids,
+    escaper_for,
+    item_messages,
+    part_of,
+    phase_of,
+    written_order,
+)
 from .vocab import NotHarmonyTokenizer, Vocab
 
 __version__ = "0.1.0"

@@ -22,9 +22,9 @@ from typing import Any
 
 from . import __version__
 from . import harmony as hm
-from .demo import DEMO_OUTPUTS, DEMO_TOOLS
-from .openai import ChatResult
-from .parser import StreamParser
+from ._demo import DEMO_OUTPUTS, DEMO_TOOLS
+from ._openai import ChatResult
+from ._parser import StreamParser
 
 
 class UsageError(Exception):
@@ -216,16 +216,17 @@ def _read_request(path: str, date: str | None) -> tuple[dict[str, Any], datetime
 
 def run_render(request: dict[str, Any], today: datetime.date | None, ids: bool) -> None:
     """Raises NotRenderable (the request) or MissingExtra (openai-harmony, an encoder)."""
-    from . import conversation, render
     from .adapter_support.vocabulary import load_openai_harmony
+    from .prompt import _chat, _model
+    from .prompt import _render as render
 
-    messages = conversation.from_request(request, today=today)
+    messages = _chat.from_request(request, today=today)
     load_openai_harmony()  # offline, openai-harmony 0.0.8 needs its vocabulary written for it
     if not ids:
         print(render.prompt_text(messages))
         return
     try:
-        from .o200k import tiktoken_encoding
+        from .vocab.o200k import tiktoken_encoding
 
         ordinary = tiktoken_encoding().encode_ordinary
     except ImportError:
@@ -233,8 +234,8 @@ def run_render(request: dict[str, Any], today: datetime.date | None, ids: bool) 
             raise render.MissingExtra("--ids needs an encoder: pip install "
                                       "'harmony-ext[tiktoken]'") from None
         ordinary = render.ordinary
-    pieces = conversation.prompt_pieces(messages, render.tools_section)
-    print(_dumps(conversation.encode(pieces, ordinary)))
+    pieces = _model.prompt_pieces(messages, render.tools_section)
+    print(_dumps(_model.encode(pieces, ordinary)))
 
 
 def _silence_stdout() -> None:
@@ -255,8 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "demo":
             run_demo()
         elif args.command == "render":
-            from .conversation import NotRenderable
-            from .render import MissingExtra
+            from .prompt import MissingExtra, NotRenderable
 
             try:
                 request, today = _read_request(args.file, args.date)

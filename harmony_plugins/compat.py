@@ -34,9 +34,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import harmony as hm
-from .events import ContentText, MessageBegin, MessageEnd, ReasoningText, ToolCallArguments
-from .steps import Step
-from .turn import Observer, Request, Turn
+from ._events import ContentText, MessageBegin, MessageEnd, ReasoningText, ToolCallArguments
+from ._steps import Step
+from ._turn import Observer, Request, Turn
 from .vocab import Vocab
 
 _TEXT = (ReasoningText, ContentText, ToolCallArguments)
@@ -68,7 +68,7 @@ def harmony_message(begin: MessageBegin, text: str) -> Any:
 
 
 def prompt_message(message: Any) -> Any:
-    """A prompt message of the core (a :class:`~harmony_plugins.conversation.Message` with a
+    """A prompt message of the core (a :class:`~harmony_plugins.prompt._model.Message` with a
     text body, as :func:`~harmony_plugins.item_messages` returns) as the
     ``openai_harmony.Message`` an engine renders: author (a tool result's ``functions.NAME``),
     channel, recipient and content type as the core gave them."""

@@ -6,7 +6,7 @@ is handed: reasoning delimiters, a call's structural tag) all spell the same for
 spelling written twice is a spelling that can drift. openai-harmony keeps one table for both
 directions (``FormattingToken``); this is ours. Every string constant that spells a control
 token, a channel name, ``functions.`` or ``to=`` in the product is here (and in the demo's sample
-outputs, :mod:`harmony_plugins.demo`); ``tests/test_one_source.py`` checks that.
+outputs, :mod:`harmony_plugins._demo`); ``tests/test_one_source.py`` checks that.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Names of the recovery rules, as carried by :class:`~harmony_plugins.events.Recovery`.
+"""Names of the recovery rules, as carried by :class:`~harmony_plugins._events.Recovery`.
 
 Each name is one rule of ``harmony-contract.md``; adapters count and log them. The section of
 the contract that each rule implements is given in brackets.

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 from harmony_plugins import ChatResult, Recovery, StreamParser
-from harmony_plugins.events import ContentText, ReasoningText, ToolCallArguments
+from harmony_plugins._events import ContentText, ReasoningText, ToolCallArguments
 from harmony_plugins.harmony import SPELLINGS
-from harmony_plugins.o200k import tiktoken_encoding
+from harmony_plugins.vocab.o200k import tiktoken_encoding
 
 TOOLS = ["get_weather", "shell", "lookup", "web search"]
 BODY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,!?\n"

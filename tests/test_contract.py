@@ -30,10 +30,10 @@ from harmony_plugins import (
     ToolCallArguments,
     ToolCallBegin,
     ToolCallEnd,
-    o200k,
     parse_ids,
     parse_text,
 )
+from harmony_plugins.vocab import o200k
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from contract_cases import CALL_W, CASES, MALFORMED, PARIS, Case, W
@@ -624,7 +624,7 @@ def test_call_end_outcome(text, outcome, mode):
 
 
 def test_call_outcome_unchecked_without_jsonschema(monkeypatch):
-    from harmony_plugins import checks
+    from harmony_plugins import _checks as checks
 
     monkeypatch.setattr(checks, "_jsonschema", False)
     parser = StreamParser(SCHEMA_TOOLS)
@@ -633,7 +633,7 @@ def test_call_outcome_unchecked_without_jsonschema(monkeypatch):
 
 
 def test_validator_built_once_per_parser(monkeypatch):
-    from harmony_plugins import checks
+    from harmony_plugins import _checks as checks
 
     built = []
     real = checks.build_validator
@@ -694,7 +694,7 @@ def test_leak_suspected_flagged_never_rewritten(parts, leaks):
 
 def test_leak_scan_is_linear_in_the_text():
     """6: the scanner looks at each new piece plus a bounded carry, never at all content."""
-    from harmony_plugins import leaks as leak_mod
+    from harmony_plugins import _leaks as leak_mod
 
     scanned: list[int] = []
     real = leak_mod.LeakScanner._scan

@@ -3,10 +3,11 @@
 Seeded random chat conversations (tools with nested schemas, enums, defaults, nullable and
 ``oneOf`` properties; several calls per turn answered in any order; analysis before calls; final
 answers; later system messages; control-token spellings and any Unicode in user, tool, system
-and tool-definition text) go through :func:`harmony_plugins.conversation.conversation`; the
-Harmony messages it gives are rendered by the core (:func:`harmony_plugins.render.prompt_ids`)
-and, rebuilt as openai-harmony messages, by openai-harmony. The ids must be the same, token for
-token, apart from the intended divergences named below.
+and tool-definition text) go through :func:`harmony_plugins.prompt._chat.conversation`; the
+Harmony messages it gives are rendered by the core
+(:func:`harmony_plugins.prompt._render.prompt_ids`) and, rebuilt as openai-harmony messages, by
+openai-harmony. The ids must be the same, token for token, apart from the intended divergences
+named below.
 
 Intended divergences:
 
@@ -34,8 +35,9 @@ import pytest
 openai_harmony = pytest.importorskip("openai_harmony",
                                      reason="needs openai-harmony (the test extra)")
 
-from harmony_plugins import conversation as c  # noqa: E402
-from harmony_plugins import render  # noqa: E402
+from harmony_plugins.prompt import _chat as c  # noqa: E402
+from harmony_plugins.prompt import _model as model  # noqa: E402
+from harmony_plugins.prompt import _render as render  # noqa: E402
 
 CASES = 300
 DAY = datetime.date(2026, 12, 1)
@@ -142,10 +144,10 @@ def chat(rng: random.Random) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     return messages, tools, choice, rng.choice([None, "low", "medium", "high"])
 
 
-def harmony_message(m: c.Message) -> Any:
+def harmony_message(m: model.Message) -> Any:
     """The same Harmony message, as openai-harmony's type."""
     h = openai_harmony
-    if isinstance(m.body, c.System):
+    if isinstance(m.body, model.System):
         s = m.body
         content = (h.SystemContent.new().with_model_identity(s.model_identity)
                    .with_knowledge_cutoff(s.knowledge_cutoff)
@@ -153,7 +155,7 @@ def harmony_message(m: c.Message) -> Any:
                    .with_reasoning_effort(h.ReasoningEffort(s.reasoning_effort.capitalize()))
                    .with_required_channels(list(s.channels)))
         return h.Message.from_role_and_content(h.Role.SYSTEM, content)
-    if isinstance(m.body, c.Developer):
+    if isinstance(m.body, model.Developer):
         content = h.DeveloperContent.new()
         if m.body.instructions is not None:
             content = content.with_instructions(m.body.instructions)
@@ -199,7 +201,7 @@ def legacy_call_headers(ids: list[int], enc: Any) -> list[int]:
     return out
 
 
-def theirs(messages: list[c.Message]) -> list[int]:
+def theirs(messages: list[model.Message]) -> list[int]:
     h = openai_harmony
     enc = render.encoding()
     ids = enc.render_conversation_for_completion(
@@ -265,7 +267,7 @@ def test_drop_rule_divergence() -> None:
                              today=DAY)
     analyses = [m.body for m in harmony if m.channel == "analysis"]
     assert analyses == ["Think two."]
-    undropped = [*harmony[:3], c.Message("assistant", "Think one.", channel="analysis"),
+    undropped = [*harmony[:3], model.Message("assistant", "Think one.", channel="analysis"),
                  *harmony[3:]]
     enc = render.encoding()
     kept = enc.decode(enc.render_conversation_for_completion(

@@ -28,7 +28,7 @@ from harmony_plugins import (
     rules,
     vocab,
 )
-from harmony_plugins.openai import chat_delta
+from harmony_plugins._openai import chat_delta
 
 RESERVED = 200010
 
@@ -95,7 +95,7 @@ def test_chat_delta_joins_argument_pieces_once():
 
 def test_many_argument_pieces_in_one_delta_complete():
     """128k tokens in one delta, the arguments cut into pieces by reserved ids."""
-    from harmony_plugins.o200k import tiktoken_encoding
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
 
     enc = tiktoken_encoding()
     ids = enc.encode("<|channel|>commentary to=functions.f<|message|>",
@@ -225,7 +225,7 @@ def test_parse_text_refuses_non_str(bad):
 
 
 def test_a_bad_delta_changes_no_state():
-    from harmony_plugins.o200k import tiktoken_encoding
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
 
     ids = tiktoken_encoding().encode("<|channel|>final<|message|>Hello there",
                                      allowed_special="all")
@@ -243,7 +243,7 @@ def test_a_bad_delta_changes_no_state():
 
 
 def test_ids_of_other_integer_types_are_accepted():
-    from harmony_plugins.o200k import tiktoken_encoding
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
 
     ids = tiktoken_encoding().encode("<|channel|>final<|message|>Hi", allowed_special="all")
     assert parse_ids(tuple(ids))["content"] == "Hi"

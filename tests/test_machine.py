@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from harmony_plugins import arguments, rules
+from harmony_plugins import _arguments as arguments
 from harmony_plugins import harmony as mk
-from harmony_plugins.events import (
+from harmony_plugins import rules
+from harmony_plugins._events import (
     ContentText,
     EndOfTurn,
     MessageBegin,
@@ -18,15 +19,15 @@ from harmony_plugins.events import (
     ToolCallBegin,
     ToolCallEnd,
 )
-from harmony_plugins.frontends import TextInput
-from harmony_plugins.header import (
+from harmony_plugins._frontends import TextInput
+from harmony_plugins._header import (
     final_without_message,
     is_header_like,
     parse_header,
     resolve_recipient,
 )
-from harmony_plugins.machine import BODY, CALL, CONTENT, DONE, DROP, HEADER, REASONING, Machine
-from harmony_plugins.tools import tool_names
+from harmony_plugins._machine import BODY, CALL, CONTENT, DONE, DROP, HEADER, REASONING, Machine
+from harmony_plugins._tools import tool_names
 
 TOOLS = frozenset({"get_weather", "shell"})
 
@@ -371,7 +372,7 @@ def test_argument_cutter_holds_leading_whitespace():
 
 def test_reasoning_tokens_are_counted_per_run_whatever_the_cuts():
     from harmony_plugins import StreamParser
-    from harmony_plugins.o200k import tiktoken_encoding
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
 
     enc = tiktoken_encoding()
     text = ("<|channel|>analysis<|message|>one two three<|end|><|start|>assistant"

@@ -16,8 +16,8 @@ from harmony_plugins import (
     ReasoningText,
     StreamParser,
     ToolCallArguments,
-    o200k,
 )
+from harmony_plugins.vocab import o200k
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from contract_cases import CALL_W, CASES, PARIS, W

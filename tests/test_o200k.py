@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from harmony_plugins import o200k
 from harmony_plugins.harmony import ORDINARY_TOKENS, SPECIAL_IDS
+from harmony_plugins.vocab import o200k
 from tests.contract_cases import KNOWN_IDS, KNOWN_TEXT
 
 REPO = Path(__file__).resolve().parents[1]
@@ -213,7 +213,7 @@ def test_repeated_tokens_are_refused():
 
 def test_vocab_is_read_without_importing_tiktoken_or_tokenizers():
     code = (
-        "import sys; from harmony_plugins import o200k; o200k.o200k_base_pieces(); "
+        "import sys; from harmony_plugins.vocab import o200k; o200k.o200k_base_pieces(); "
         "o200k.tiktoken_file_bytes(); "
         "print(sorted(m for m in ('tiktoken', 'tokenizers') if m in sys.modules))"
     )
@@ -339,7 +339,7 @@ def test_hf_specials(hf):
 
 
 def test_the_demo_s_ids_are_its_text_as_openai_harmony_encodes_it(harmony):
-    from harmony_plugins.demo import DEMO_OUTPUTS
+    from harmony_plugins._demo import DEMO_OUTPUTS
 
     for _title, text, ids in DEMO_OUTPUTS:
         assert harmony.encode(text, allowed_special="all") == ids, text

@@ -4,7 +4,7 @@ Three rules (docs/architecture.md, "Rules the code keeps"):
 
 1. **One spelling.** A string constant in the product (docstrings aside) that spells a control
    token, a channel name, ``functions.`` or ``to=`` is in the facts table
-   (``harmony_plugins/harmony.py``) or the demo's sample outputs (``harmony_plugins/demo.py``).
+   (``harmony_plugins/harmony.py``) or the demo's sample outputs (``harmony_plugins/_demo.py``).
 2. **Adapters only translate.** ``vllm_ext`` and ``sglang_ext`` import from the core only the
    public names (``harmony_plugins.__all__``) and the engine glue
    (``harmony_plugins.adapter_support``), never another core module.
@@ -28,7 +28,7 @@ import harmony_plugins
 ROOT = Path(__file__).resolve().parents[1]
 PRODUCT = ("harmony_plugins", "vllm_ext", "sglang_ext")
 ADAPTERS = ("vllm_ext", "sglang_ext")
-FACTS = {"harmony_plugins/harmony.py", "harmony_plugins/demo.py"}
+FACTS = {"harmony_plugins/harmony.py", "harmony_plugins/_demo.py"}
 EDGES = ("harmony_plugins/cli.py", "harmony_plugins/data/", "harmony_plugins/adapter_support/")
 IO_MODULES = {"os", "tempfile", "logging", "pathlib", "shutil", "io", "subprocess", "socket"}
 
@@ -101,12 +101,12 @@ def test_the_adapters_import_only_the_cores_public_names():
 
 def test_the_import_check_can_fail():
     sample = ast.parse("from harmony_plugins import Turn, markers\n"
-                       "from harmony_plugins.turn import pass_undeclared\n"
+                       "from harmony_plugins._turn import pass_undeclared\n"
                        "from harmony_plugins.adapter_support import metrics\n"
                        "import harmony_plugins.conversation\n")
     assert core_imports("m", sample) == [
         "m:1: from harmony_plugins import markers",
-        "m:2: from harmony_plugins.turn import ...",
+        "m:2: from harmony_plugins._turn import ...",
         "m:4: import harmony_plugins.conversation",
     ]
     assert {"Turn", "Request", "harmony", "rules"} <= set(harmony_plugins.__all__)

@@ -1,4 +1,4 @@
-"""harmony_plugins.turn: the request object. Expected values are written from the contract."""
+"""harmony_plugins._turn: the request object. Expected values are written from the contract."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import logging
 import pytest
 
 from harmony_plugins import ChatResult, Request, Step, StreamParser, Turn, rules
-from harmony_plugins.steps import EMPTY, CallDelta
-from harmony_plugins.tools import declared_tools
-from harmony_plugins.turn import switch
+from harmony_plugins._steps import EMPTY, CallDelta
+from harmony_plugins._switches import switch
+from harmony_plugins._tools import declared_tools
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather",
@@ -263,7 +263,7 @@ def test_declare_only_once():
 
 
 def test_chat_request_tools_include_those_on_system_and_developer_messages():
-    from harmony_plugins.tools import chat_request_tools
+    from harmony_plugins._tools import chat_request_tools
 
     time = {"type": "function", "function": {"name": "get_time"}}
     request = {"tools": [WEATHER], "messages": [

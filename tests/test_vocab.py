@@ -6,7 +6,7 @@ import pytest
 
 from harmony_plugins import NotHarmonyTokenizer, Vocab, parse_ids
 from harmony_plugins import harmony as mk
-from harmony_plugins.o200k import tiktoken_encoding
+from harmony_plugins.vocab.o200k import tiktoken_encoding
 
 KNOWN = [200005, 35644, 200008, 1844, 31064, 25, 392, 4827, 382, 220, 17, 659, 220, 17, 16842,
          12295, 81645, 13, 51441, 6052, 13, 200007, 200006, 173781, 200005, 17196, 200008, 17,

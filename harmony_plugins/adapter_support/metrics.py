@@ -7,7 +7,7 @@ adding up the files every process writes. A counter takes its storage from that 
 is created, so the counters are created on the first response a process finishes (by then the
 engine has set the mode up), never at import or plugin registration.
 
-A :class:`~harmony_plugins.turn.Turn` hands its :class:`~harmony_plugins.turn.Summary` to
+A :class:`~harmony_plugins._turn.Turn` hands its :class:`~harmony_plugins._turn.Summary` to
 a :class:`Counting` observer, which also writes the contract's one log line per response that
 needed a recovery (and a warning for suspected leaks): the core logs nothing, so the line is
 written here, in the adapter's logger. ``unchecked`` calls (a schema was declared but could not

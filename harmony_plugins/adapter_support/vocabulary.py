@@ -2,7 +2,7 @@
 
 openai-harmony 0.0.8 (SGLang's) downloads ``o200k_base.tiktoken`` at run time, or reads it from
 the folder ``TIKTOKEN_ENCODINGS_BASE`` names; on an air-gapped host only the second works. The
-core writes no file and sets no variable (:mod:`harmony_plugins.render` only says why the
+core writes no file and sets no variable (:mod:`harmony_plugins.prompt._render` only says why the
 encoding did not load), so the callers that need the encoding (SGLang's prompt hook and the
 ``harmony-ext render`` command) do it here: write harmony-ext's copy, checked against its
 published sha256, to a fresh temporary folder and point the variable at it.
@@ -15,7 +15,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from harmony_plugins import o200k, render
+from harmony_plugins.prompt import _render as render
+from harmony_plugins.vocab import o200k
 
 
 def write_tiktoken_file(path: str | os.PathLike[str]) -> Path:
@@ -32,8 +33,9 @@ def write_tiktoken_file(path: str | os.PathLike[str]) -> Path:
 
 
 def load_openai_harmony(log: logging.Logger | None = None) -> str | None:
-    """Make openai-harmony's gpt-oss encoding load (:func:`harmony_plugins.render.encoding`),
-    offline if need be; returns None, or why it cannot load.
+    """Make openai-harmony's gpt-oss encoding load
+    (:func:`harmony_plugins.prompt._render.encoding`), offline if need be; returns None, or
+    why it cannot load.
 
     When it does not load and ``TIKTOKEN_ENCODINGS_BASE`` is unset, the vocabulary is written
     to a temporary folder, the variable set for this process, and the load tried again (one

@@ -1,7 +1,7 @@
 """The data shipped in the wheel, and the one function that reads it.
 
 The core opens no file; this package is where the shipped vocabulary is read from, so that
-:mod:`harmony_plugins.o200k` only checks and parses bytes (and its tests need no file).
+:mod:`harmony_plugins.vocab.o200k` only checks and parses bytes (and its tests need no file).
 """
 
 from __future__ import annotations

@@ -267,7 +267,7 @@ RESPONSES_CASES = [c for c in CASES if c.responses]
 
 @functools.cache
 def _encoding() -> Any:
-    from harmony_plugins.o200k import tiktoken_encoding
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
 
     return tiktoken_encoding()
 

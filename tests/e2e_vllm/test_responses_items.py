@@ -122,7 +122,7 @@ def ids_of(text: str, parts: Sequence[tuple[str, bool]] | None = None) -> list[i
     spellings as ordinary text."""
     global _ENCODING
     if _ENCODING is None:
-        from harmony_plugins import o200k
+        from harmony_plugins.vocab import o200k
 
         _ENCODING = o200k.tiktoken_encoding()
     e = _ENCODING

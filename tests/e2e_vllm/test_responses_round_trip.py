@@ -56,7 +56,7 @@ AS_ANSWER = (*user(USER), *final("Checking now."), *call("get_weather", PARIS),
 
 @pytest.fixture(scope="module")
 def encoding() -> Any:
-    from harmony_plugins.o200k import tiktoken_encoding
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
 
     return tiktoken_encoding()
 

@@ -104,7 +104,7 @@ ROUND_TRIPS = [
 
 @pytest.fixture(scope="module")
 def encoding() -> Any:
-    from harmony_plugins.o200k import tiktoken_encoding
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
 
     return tiktoken_encoding()
 

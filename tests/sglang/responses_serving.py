@@ -46,7 +46,7 @@ def encoding() -> Any:
     """o200k_harmony (tiktoken, built from the vocabulary harmony-ext ships: offline)."""
     global _ENCODING
     if _ENCODING is None:
-        from harmony_plugins import o200k
+        from harmony_plugins.vocab import o200k
 
         _ENCODING = o200k.tiktoken_encoding()
     return _ENCODING

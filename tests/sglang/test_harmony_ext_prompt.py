@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harmony_plugins.escaping import for_tokenizer as guard_for
+from harmony_plugins.prompt._escaping import for_tokenizer as guard_for
 
 NAME = "harmony-ext"
 SPECIAL_IDS = range(199998, 201088)

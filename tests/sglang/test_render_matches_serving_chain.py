@@ -67,7 +67,7 @@ def render(tmp_path_factory: pytest.TempPathFactory) -> Render:
 @pytest.fixture(scope="module")
 def encoding() -> Any:
     """o200k_harmony, to show prompts as text in failure messages."""
-    from harmony_plugins.o200k import tiktoken_encoding
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
 
     return tiktoken_encoding()
 

@@ -109,7 +109,7 @@ def harmony_rendering(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def encoding() -> Any:
-    from harmony_plugins.o200k import tiktoken_encoding
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
 
     return tiktoken_encoding()
 
@@ -424,7 +424,7 @@ def test_offline_the_vocabulary_comes_from_harmony_ext(monkeypatch: pytest.Monke
 
     import openai_harmony
 
-    from harmony_plugins import render
+    from harmony_plugins.prompt import _render as render
     from sglang_ext import history
 
     real = openai_harmony.load_harmony_encoding

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer
-from harmony_plugins import o200k
 from harmony_plugins.adapter_support.vocabulary import write_tiktoken_file
 from harmony_plugins.harmony import SPECIAL_IDS
+from harmony_plugins.vocab import o200k
 from tests.test_o200k import CORPUS, OFFICIAL_SHA256, tt_encode_like_hf
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,7 +50,7 @@ def test_the_written_file_is_the_official_one(tmp_path):
 
 _LOAD_OFFLINE = """
 import json, os, sys
-from harmony_plugins import render
+from harmony_plugins.prompt import _render as render
 from harmony_plugins.adapter_support.vocabulary import load_openai_harmony
 problem = load_openai_harmony()
 print(json.dumps({"problem": problem, "env": os.environ.get(render.VOCAB_ENV)}))

@@ -183,7 +183,7 @@ print(json.dumps({{
 
 
 def test_an_optional_library_missing_is_one_clear_line(env: Path):
-    code = "from harmony_plugins import o200k; o200k.tiktoken_encoding()"
+    code = "from harmony_plugins.vocab import o200k; o200k.tiktoken_encoding()"
     out = run(env, str(env / "bin" / "python"), "-c", code)
     assert out.returncode == 1
     assert out.stderr.strip().splitlines()[-1] == (

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .events import (
+from ._events import (
     ContentText,
     EndOfTurn,
     Event,
@@ -41,7 +41,7 @@ class CallDelta(NamedTuple):
 
 
 class Step(NamedTuple):
-    """What one feed (or the close) of a :class:`~harmony_plugins.turn.Turn` produced.
+    """What one feed (or the close) of a :class:`~harmony_plugins._turn.Turn` produced.
 
     ``reasoning`` / ``content``: this step's text of each kind, joined (``""`` when none).
     ``calls``: the calls begun or continued, in order of first appearance. ``ended``: the

@@ -3,7 +3,7 @@
 This is the core's counterpart of h11's ``Connection``. An adapter builds a :class:`Request`
 from what the engine gives it (the request's ``tools``, ``tool_choice``, the pass-undeclared
 switch) and a :class:`Turn` per response choice; it feeds each decode step to the turn and
-gets one :class:`~harmony_plugins.steps.Step` back, which it translates into its engine's
+gets one :class:`~harmony_plugins._steps.Step` back, which it translates into its engine's
 types. The rules about a response are decided here or below: what is declared (functions,
 Responses built-in tools and namespaces), what ``tool_choice: "none"`` does, how the
 switch is spelled, what the finish is when the engine does not say, what is counted.
@@ -17,32 +17,15 @@ build throw-away parser objects per request, and the work is done on the first f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import Event, ReasoningText
-from .parser import StreamParser
-from .steps import EMPTY, Step, join, step_of
-from .tools import declared_tools
+from ._events import Event, ReasoningText
+from ._parser import StreamParser
+from ._steps import EMPTY, Step, join, step_of
+from ._tools import declared_tools
 from .vocab import Vocab
-
-SWITCH_ON = frozenset({"1", "true", "yes", "on"})
-"""Spellings that turn an environment switch on (case-insensitive, spaces ignored)."""
-
-PASS_UNDECLARED_ENV = "HARMONY_EXT_PASS_UNDECLARED"
-"""The server option that surfaces calls to ``functions.*`` names the request did not declare."""
-
-
-def switch(value: str | None) -> bool:
-    """Whether an environment switch's value turns it on: ``1``, ``true``, ``yes``, ``on``."""
-    return value is not None and value.strip().lower() in SWITCH_ON
-
-
-def pass_undeclared(environ: Mapping[str, str], *names: str) -> bool:
-    """The pass-undeclared switch from an environment: ``HARMONY_EXT_PASS_UNDECLARED``, or
-    any of the engine's own ``names`` for the same thing, turned on (see :func:`switch`)."""
-    return any(switch(environ.get(name)) for name in (PASS_UNDECLARED_ENV, *names))
 
 
 class Request:
@@ -228,7 +211,7 @@ class Turn:
 
     def feed_ids(self, ids: Iterable[int], finish: str | None = None) -> Step:
         """One step's token ids; with ``finish`` (``"stop"``, ``"length"`` or ``"unknown"``:
-        :data:`~harmony_plugins.parser.FINISHES`) the last one."""
+        :data:`~harmony_plugins._parser.FINISHES`) the last one."""
         if self._fed is not None:
             ids = list(ids)
             self._fed.append(ids)

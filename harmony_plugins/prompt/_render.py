@@ -1,6 +1,6 @@
 """A conversation's prompt through openai-harmony: the tool definitions' TypeScript, and ids.
 
-:mod:`harmony_plugins.conversation` holds the rules and spells every message but one part: the
+:mod:`harmony_plugins.prompt` holds the rules and spells every message but one part: the
 ``# Tools`` section, whose TypeScript gpt-oss was trained on as openai-harmony writes it. This
 module asks openai-harmony for that section and encodes prompts with its vocabulary. openai-harmony
 is optional for harmony-ext (vLLM and SGLang install it); without it, :class:`MissingExtra` says
@@ -20,8 +20,9 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from . import harmony as hm
-from .conversation import Function, Message, encode, from_request, prompt_pieces, spelled
+from .. import harmony as hm
+from ._chat import from_request
+from ._model import Function, Message, encode, prompt_pieces, spelled
 
 NOT_INSTALLED = "openai-harmony is not installed"
 INSTALL = "pip install 'harmony-ext[render]' (vLLM and SGLang install it themselves)"
@@ -95,7 +96,7 @@ def prompt_text(messages: Sequence[Message], next_role: str = hm.ASSISTANT) -> s
 def chat_prompt_ids(request: Any, tools: Any = None, *,
                     reasoning_effort: str | None = None) -> list[int]:
     """Token ids of the prompt for a chat completions request (a dict or an engine's object):
-    :func:`harmony_plugins.conversation.from_request`, then :func:`prompt_ids`. What an engine
+    :func:`harmony_plugins.prompt.from_request`, then :func:`prompt_ids`. What an engine
     sends the model, and what ``harmony-ext render --ids`` prints. Raises
-    :class:`~harmony_plugins.conversation.NotRenderable` or :class:`MissingExtra`."""
+    :class:`~harmony_plugins.prompt.NotRenderable` or :class:`MissingExtra`."""
     return prompt_ids(from_request(request, tools, reasoning_effort=reasoning_effort))

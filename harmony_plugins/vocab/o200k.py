@@ -32,7 +32,7 @@ import functools
 import hashlib
 from typing import TYPE_CHECKING
 
-from . import harmony as hm
+from .. import harmony as hm
 
 if TYPE_CHECKING:
     import tiktoken
@@ -123,7 +123,7 @@ def parse_pieces(data: bytes, where: str = "the shipped o200k vocabulary") -> tu
 @functools.cache
 def tiktoken_file_bytes() -> bytes:
     """The official ``o200k_base.tiktoken`` contents: ``base64(token) rank`` lines."""
-    from .data import o200k_base_xz
+    from ..data import o200k_base_xz
 
     return checked_file(o200k_base_xz())
 

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from . import harmony as hm
+from .. import harmony as hm
 
 
 class NotHarmonyTokenizer(ValueError):

@@ -1,6 +1,6 @@
 """Steps to the OpenAI chat-completions view: streamed deltas and the final message.
 
-:class:`ChatResult` folds steps (:mod:`harmony_plugins.steps`). ``add`` returns the delta
+:class:`ChatResult` folds steps (:mod:`harmony_plugins._steps`). ``add`` returns the delta
 of the step just added; ``message`` returns the non-streamed message built from every step
 added so far. Both are built from the same steps by plain concatenation, so the deltas
 always add up to the message.
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .events import Event
-from .steps import Step, step_of
+from ._events import Event
+from ._steps import Step, step_of
 
 
 class ChatResult:

@@ -1,7 +1,7 @@
 """The Harmony state machine: text and markers in, events out.
 
 Everything that affects routing lives here. The machine does not know where its input came
-from: the front ends (:mod:`harmony_plugins.frontends`) turn token ids or decoded text into
+from: the front ends (:mod:`harmony_plugins._frontends`) turn token ids or decoded text into
 calls of :meth:`Machine.text` and :meth:`Machine.marker`, and those append events to a list
 the caller owns.
 
@@ -69,11 +69,11 @@ aside) is content. With ``tools_unknown`` no function is declared yet: a message
 call to one (a recipient other than a built-in tool's) is dropped by the rule ``tools_unknown``
 and counted in ``maybe_calls``, with no call outcome (whether it is a call, only the tools could
 say); a built-in recipient is undeclared as with any tools. A caller that learns the tools
-parses again (:meth:`harmony_plugins.turn.Turn.declare`).
+parses again (:meth:`harmony_plugins._turn.Turn.declare`).
 
-When a call ends, its arguments are checked (:mod:`harmony_plugins.checks`) and the outcome
+When a call ends, its arguments are checked (:mod:`harmony_plugins._checks`) and the outcome
 rides on :class:`ToolCallEnd`. Visible text (content) is scanned for leaked markup as it
-goes (:mod:`harmony_plugins.leaks`).
+goes (:mod:`harmony_plugins._leaks`).
 """
 
 from __future__ import annotations
@@ -82,12 +82,12 @@ import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from . import _header as hdr
 from . import harmony as mk
-from . import header as hdr
 from . import rules
-from .arguments import ArgumentCutter
-from .checks import ArgumentChecker
-from .events import (
+from ._arguments import ArgumentCutter
+from ._checks import ArgumentChecker
+from ._events import (
     ContentText,
     EndOfTurn,
     Event,
@@ -100,8 +100,8 @@ from .events import (
     ToolCallBegin,
     ToolCallEnd,
 )
-from .leaks import LeakScanner
-from .tools import recipient as recipient_of
+from ._leaks import LeakScanner
+from ._tools import recipient as recipient_of
 
 HEADER = 0
 BODY = 1

@@ -4,7 +4,7 @@ Events are plain data: slotted dataclasses that compare with ``==`` and can be m
 with ``match``. They carry no behaviour. Treat them as immutable; they are not declared
 ``frozen`` only because frozen dataclasses cost four times as much to build, and one is
 built per delta on the hot path. Adapters translate them into an engine's
-types; :mod:`harmony_plugins.openai` translates them into OpenAI chat deltas.
+types; :mod:`harmony_plugins._openai` translates them into OpenAI chat deltas.
 
 Every Harmony message whose body is shown (reasoning, content or a call) is framed by a
 :class:`MessageBegin` and a :class:`MessageEnd`; between them come its text events, which may

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .events import Event
-from .frontends import IdsInput, TextInput
-from .machine import Machine
-from .openai import ChatResult
-from .tools import builtin_names, tool_names, tool_schemas
+from ._events import Event
+from ._frontends import IdsInput, TextInput
+from ._machine import Machine
+from ._openai import ChatResult
+from ._tools import builtin_names, tool_names, tool_schemas
 from .vocab import Vocab
 
 FINISHES = ("stop", "length", "unknown")
@@ -38,7 +38,7 @@ class StreamParser:
     o200k_harmony, loaded offline once per process). ``pass_undeclared`` surfaces calls to
     ``functions.*`` names the request did not declare. ``tools_unknown``: the caller does
     not know the request's tools yet, so no message with a recipient is a call (each is
-    dropped by the ``tools_unknown`` rule); see :meth:`harmony_plugins.turn.Turn.declare`.
+    dropped by the ``tools_unknown`` rule); see :meth:`harmony_plugins._turn.Turn.declare`.
     ``any_recipient``: every recipient no declared tool resolves is a call as written (the
     reading of a parser given no tools, openai-harmony's; for the drop-in,
     :mod:`harmony_plugins.compat`).

@@ -1,4 +1,4 @@
-"""The prompt side (contract section 8): a chat conversation as the Harmony messages gpt-oss reads.
+"""The prompt side (contract section 8): a chat request as the Harmony messages gpt-oss reads.
 
 In an agent loop the client sends the parsed turn back with the tool results and the engine
 renders that history into the next prompt; it must be the turn the model wrote, or multi-step
@@ -24,178 +24,32 @@ commentary json`` (:func:`harmony_plugins.harmony.call_header`); openai-harmony 
 back as a malformed header. And the drop rule above, which is vLLM's (every analysis before the
 last final answer) where openai-harmony drops the analysis only when the conversation ends in a
 final answer. The TypeScript of the tool definitions is openai-harmony's own, asked for through
-the ``tools_section`` argument (:mod:`harmony_plugins.render` supplies it). On both engines this
-module renders the chat prompt (the adapters hand it the request; see docs/architecture.md).
+the ``tools_section`` argument (:mod:`._render` supplies it). On both engines this module reads
+the chat request the prompt is rendered from (the adapters hand it the request; see
+docs/architecture.md).
 """
 
 from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from . import harmony as hm
-from .tools import field as _get
+from .. import harmony as hm
+from .._tools import field as _get
+from ._model import (
+    MODEL_IDENTITY,
+    Developer,
+    Function,
+    Message,
+    NotRenderable,
+    System,
+)
+from ._order import drop_analysis, part_of, written_order
 
 EFFORTS = ("low", "medium", "high")
-MODEL_IDENTITY = "You are ChatGPT, a large language model trained by OpenAI."
-KNOWLEDGE_CUTOFF = "2024-06"
 
-MARKER, TEXT, UNTRUSTED = "marker", "text", "untrusted"
-_T = TypeVar("_T")
-
-
-class Piece(NamedTuple):
-    """One piece of a prompt: a control token (``MARKER``), our own header text (``TEXT``), or
-    text holding what the client wrote (``UNTRUSTED``). Text pieces, either kind, are encoded as
-    ordinary tokens, consecutive ones as one run; an adapter whose tokenizer would read a
-    control-token spelling in text as the token must encode ``UNTRUSTED`` text with special
-    tokens disallowed."""
-
-    kind: str
-    text: str
-
-
-class NotRenderable(ValueError):
-    """The conversation holds something a Harmony prompt cannot represent (the message says
-    what); ``kind`` names the reason without client-chosen values, for once-only log lines."""
-
-    def __init__(self, message: str, kind: str | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind or message
-
-
-@dataclass(frozen=True)
-class Function:
-    """A declared function tool."""
-
-    name: str
-    description: str = ""
-    parameters: Mapping[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class System:
-    """The system message's content."""
-
-    date: str
-    reasoning_effort: str = "medium"
-    model_identity: str = MODEL_IDENTITY
-    knowledge_cutoff: str = KNOWLEDGE_CUTOFF
-    channels: tuple[str, ...] = hm.CHANNELS
-    function_routing: bool = False
-    """The line saying calls to ``functions`` go to ``commentary`` (functions are declared)."""
-
-    def text(self) -> str:
-        top = "\n".join(line for line in (
-            self.model_identity,
-            f"Knowledge cutoff: {self.knowledge_cutoff}" if self.knowledge_cutoff else "",
-            f"Current date: {self.date}" if self.date else "") if line)
-        channels = hm.valid_channels_line(self.channels)
-        if self.function_routing:
-            channels += "\n" + hm.FUNCTION_ROUTING
-        sections = [top, f"Reasoning: {self.reasoning_effort}", channels if self.channels else ""]
-        return "\n\n".join(s for s in sections if s)
-
-
-ToolsSection = Callable[[Sequence[Function]], str]
-"""The ``# Tools`` section of a developer message for some functions (openai-harmony's)."""
-
-
-@dataclass(frozen=True)
-class Developer:
-    """The developer message's content: instructions and declared functions."""
-
-    instructions: str | None = None
-    functions: tuple[Function, ...] = ()
-
-    def text(self, tools_section: ToolsSection | None) -> str:
-        sections = [] if self.instructions is None else ["# Instructions", self.instructions]
-        if self.functions:
-            if tools_section is None:
-                raise NotRenderable("rendering tool definitions needs a tools_section "
-                                    "(openai-harmony's, from harmony_plugins.render)",
-                                    kind="tools_section")
-            sections.append(tools_section(self.functions))
-        return "\n\n".join(sections)
-
-
-@dataclass(frozen=True)
-class Message:
-    """One Harmony message: ``author`` is the header's first word (the role, or the tool's
-    name for a tool result); ``body`` the text, or the system or developer content."""
-
-    role: str
-    body: str | System | Developer
-    author: str = ""
-    channel: str | None = None
-    recipient: str | None = None
-    content_type: str | None = None
-
-    @property
-    def is_call(self) -> bool:
-        return self.role == hm.ASSISTANT and self.recipient is not None
-
-    def pieces(self, tools_section: ToolsSection | None = None) -> list[Piece]:
-        """This message as prompt pieces (see :class:`Piece`)."""
-        author = self.author or self.role
-        if self.is_call:  # the one call form: recipient in the role section, bare ``json``
-            head = [Piece(UNTRUSTED, f"{author} {hm.RECIPIENT}{self.recipient}"),
-                    Piece(MARKER, hm.CHANNEL_TOKEN),
-                    Piece(TEXT, f"{self.channel} {self.content_type or hm.JSON}")]
-        else:
-            head = [Piece(UNTRUSTED if self.role == hm.TOOL else TEXT, author)]
-            if self.channel is not None:
-                head += [Piece(MARKER, hm.CHANNEL_TOKEN), Piece(TEXT, self.channel)]
-            if self.recipient is not None:
-                head.append(Piece(TEXT, f" {hm.RECIPIENT}{self.recipient}"))
-            if self.content_type is not None:
-                head.append(Piece(TEXT, f" {self.content_type}"))
-        body = self.body
-        text = body if isinstance(body, str) else (
-            body.text() if isinstance(body, System) else body.text(tools_section))
-        out = [Piece(MARKER, hm.START_TOKEN), *head, Piece(MARKER, hm.MESSAGE_TOKEN)]
-        if text:
-            out.append(Piece(UNTRUSTED, text))
-        out.append(Piece(MARKER, hm.CALL_TOKEN if self.is_call else hm.END_TOKEN))
-        return out
-
-
-# -- the order rule -------------------------------------------------------------------------
-
-ANALYSIS, PREAMBLE, CALL, FINAL = 0, 1, 2, 3
-"""The parts of an assistant turn, in the order the model writes them."""
-
-
-def part_of(channel: str | None, recipient: str | None) -> int:
-    """Which part of an assistant turn a message with this channel and recipient is."""
-    if recipient not in (None, "all"):
-        return CALL
-    if channel == hm.ANALYSIS:
-        return ANALYSIS
-    return FINAL if channel == hm.FINAL else PREAMBLE
-
-
-def written_order(messages: Sequence[_T], part: Callable[[_T], int]) -> list[_T]:
-    """One assistant turn's messages in the order the model writes them (stable within a
-    part): analysis, then the preamble, then the calls (a final answer last)."""
-    return sorted(messages, key=part)
-
-
-def drop_analysis(messages: Sequence[Message]) -> list[Message]:
-    """Without the chain of thought of every turn the assistant has answered on ``final``:
-    analysis before the last final answer goes, analysis after it (a tool turn in progress)
-    stays."""
-    last_final = max((i for i, m in enumerate(messages)
-                      if m.role == hm.ASSISTANT and m.channel == hm.FINAL), default=-1)
-    return [m for i, m in enumerate(messages)
-            if not (i < last_final and m.role == hm.ASSISTANT and m.channel == hm.ANALYSIS
-                    and m.recipient is None)]
-
-
-# -- chat messages in -----------------------------------------------------------------------
 
 
 def text_of(content: Any, role: str, thinking: list[str] | None = None) -> str:
@@ -373,45 +227,3 @@ def from_request(request: Any, tools: Iterable[Any] | None = None, *,
     return conversation(messages, tools if tools is not None else _get(request, "tools"),
                         effort, model_identity=template_kwargs.get("model_identity"),
                         today=today)
-
-
-# -- pieces and ids out ---------------------------------------------------------------------
-
-
-def prompt_pieces(messages: Iterable[Message], tools_section: ToolsSection | None = None,
-                  next_role: str = hm.ASSISTANT) -> list[Piece]:
-    """The prompt for the next turn: every message, then ``<|start|>`` and ``next_role``."""
-    out = [p for m in messages for p in m.pieces(tools_section)]
-    return [*out, Piece(MARKER, hm.START_TOKEN), Piece(TEXT, next_role)]
-
-
-def encode(pieces: Iterable[Piece], encode_ordinary: Callable[[str], list[int]],
-           specials: Mapping[str, int] = hm.SPECIAL_IDS) -> list[int]:
-    """Token ids of prompt pieces: markers as their ids in ``specials`` (o200k_harmony's by
-    default), each run of text (any kind) as ordinary tokens (``encode_ordinary``: a
-    control-token spelling stays text)."""
-    ids: list[int] = []
-    run: list[str] = []
-    for piece in pieces:
-        if piece.kind == MARKER:
-            if run:
-                ids += encode_ordinary("".join(run))
-                run = []
-            ids.append(specials[piece.text])
-        else:
-            run.append(piece.text)
-    if run:
-        ids += encode_ordinary("".join(run))
-    return ids
-
-
-def spelled(pieces: Iterable[Piece]) -> str:
-    """The prompt as text, markers spelled literally; a control-token spelling inside text is
-    written ``<\\|end\\|>`` so it cannot be mistaken for the token."""
-    return "".join(p.text if p.kind == MARKER
-                   else p.text.replace(hm.OPEN, _OPEN_AS_TEXT).replace(hm.CLOSE, _CLOSE_AS_TEXT)
-                   for p in pieces)
-
-
-_OPEN_AS_TEXT = hm.OPEN.replace("|", "\\|")
-_CLOSE_AS_TEXT = hm.CLOSE.replace("|", "\\|")

@@ -27,18 +27,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from . import harmony as hm
-from .conversation import (
-    FINAL,
-    PREAMBLE,
-    Message,
-    NotRenderable,
-    arguments_text,
-    drop_analysis,
-    part_of,
-)
-from .tools import NAMESPACE_SEPARATOR
-from .tools import field as _get
+from .. import harmony as hm
+from .._tools import NAMESPACE_SEPARATOR
+from .._tools import field as _get
+from ._chat import arguments_text
+from ._model import Message, NotRenderable
+from ._order import FINAL, PREAMBLE, drop_analysis, part_of
 
 PHASE_COMMENTARY = hm.COMMENTARY
 """A preamble's ``phase``: the Responses API names it after the channel it is written on."""

@@ -30,8 +30,8 @@ from typing import Any
 
 from . import harmony as hm
 from . import rules
-from .events import Event
-from .machine import BODY, REASONING, Machine
+from ._events import Event
+from ._machine import BODY, REASONING, Machine
 
 _utf8_decode = codecs.utf_8_decode  # (data, errors, final) -> (text, bytes used)
 _INT_ONLY = frozenset({int})

@@ -1,0 +1,26 @@
+"""The server switches harmony-ext reads, and how their values are spelled.
+
+Read where an adapter builds a request (the engine's environment is the adapter's to hand over:
+the core reads no environment itself), and spelled one way for both engines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+SWITCH_ON = frozenset({"1", "true", "yes", "on"})
+"""Spellings that turn an environment switch on (case-insensitive, spaces ignored)."""
+
+PASS_UNDECLARED_ENV = "HARMONY_EXT_PASS_UNDECLARED"
+"""The server option that surfaces calls to ``functions.*`` names the request did not declare."""
+
+
+def switch(value: str | None) -> bool:
+    """Whether an environment switch's value turns it on: ``1``, ``true``, ``yes``, ``on``."""
+    return value is not None and value.strip().lower() in SWITCH_ON
+
+
+def pass_undeclared(environ: Mapping[str, str], *names: str) -> bool:
+    """The pass-undeclared switch from an environment: ``HARMONY_EXT_PASS_UNDECLARED``, or
+    any of the engine's own ``names`` for the same thing, turned on (see :func:`switch`)."""
+    return any(switch(environ.get(name)) for name in (PASS_UNDECLARED_ENV, *names))
