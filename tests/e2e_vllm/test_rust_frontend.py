@@ -37,6 +37,7 @@ RUST = _rust_binary()
 def test_the_rust_front_end_refuses_harmony_ext_and_the_warning_says_so(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     env = {**os.environ, "VLLM_USE_RUST_FRONTEND": "1", "VLLM_ENTRY": "serve"}
+    env.pop("HARMONY_EXT_BYPASS_WARNED", None)  # the plugin's once-per-server mark
     with open(log, "wb") as out:
         done = subprocess.run(["bash", str(SERVER_SCRIPT), str(free_port())], cwd=ROOT,
                               env=env, stdin=subprocess.DEVNULL, stdout=out,

@@ -188,7 +188,9 @@ def test_the_rust_front_end_bypass_is_said_once(argv, selected, caplog):
 def test_register_warns_about_the_rust_front_end(monkeypatch, caplog):
     monkeypatch.setattr(sys, "argv", ["vllm", "serve", "m", "--tool-call-parser", "harmony-ext"])
     monkeypatch.setenv("VLLM_USE_RUST_FRONTEND", "1")
-    monkeypatch.delenv("HARMONY_EXT_BYPASS_WARNED", raising=False)
+    # set (empty: not yet warned), so that the mark register() writes is undone afterwards;
+    # a mark left in this process's environment would silence the servers later tests start
+    monkeypatch.setenv("HARMONY_EXT_BYPASS_WARNED", "")
     with caplog.at_level(logging.WARNING, logger="vllm.harmony_ext"):
         plugin.register()
     assert any("Rust front end" in r.getMessage() for r in caplog.records)
