@@ -1,7 +1,9 @@
 """The two front ends: token ids, or decoded text with the markers spelled literally.
 
-Each turns the pieces of one delta into calls of ``Machine.text`` / ``Machine.marker``,
-holding back only what cannot be decided yet:
+Each is built on the turn's machine and turns the pieces of one delta into calls of
+``Machine.text`` / ``Machine.marker`` (``Machine.alone`` for a delta that is one piece of text);
+it reads nothing back from the machine but the answer to :meth:`Machine.joins`, holding back
+only what cannot be decided yet:
 
 * ids: the first bytes of a UTF-8 character split across tokens (or deltas). Consecutive
   ordinary tokens are joined; most tokens are whole characters, kept as text in the
@@ -25,13 +27,12 @@ from __future__ import annotations
 
 import codecs
 import operator
-from collections.abc import Iterable
 from typing import Any
 
 from . import harmony as hm
 from . import rules
-from ._events import Event
-from ._machine import BODY, REASONING, Machine
+from ._machine import Machine
+from ._steps import Step
 
 _utf8_decode = codecs.utf_8_decode  # (data, errors, final) -> (text, bytes used)
 _INT_ONLY = frozenset({int})
@@ -67,99 +68,102 @@ def checked_ids(ids: Any) -> list[int]:
 class IdsInput:
     """Token ids to text and markers, through a vocabulary's table."""
 
-    __slots__ = ("table", "size", "pending", "reasoning_tokens")
+    __slots__ = ("machine", "table", "size", "pending", "owed")
 
-    def __init__(self, table: list[str | bytes | int | None]) -> None:
-        self.table = table
+    def __init__(self, machine: Machine, table: list[Any]) -> None:
+        self.machine = machine  # where the text and markers go
+        self.table = table  # id -> text, bytes (a token that cuts a character), marker, None
         self.size = len(table)
         self.pending = b""  # the start of a UTF-8 character whose other bytes are to come
-        self.reasoning_tokens = 0  # ordinary tokens that went to reasoning (usage figures)
+        self.owed = 0  # tokens whose text waits in ``pending`` (counted with that text)
 
-    def feed(self, ids: Iterable[int], machine: Machine, out: list[Event]) -> None:
-        """Parse one delta's ids. Raises TypeError (before consuming any) for a non-int."""
-        table = self.table
-        size = self.size
+    def feed(self, ids: Any) -> Step | None:
+        """Parse one delta's ids. Raises TypeError (before consuming any) for a non-int.
+        Returns the step when the machine built it directly (one ordinary token), else None:
+        the step is in the machine's collector."""
         if ids.__class__ is not list:
             ids = checked_ids(ids)
-        elif len(ids) == 1:  # type: ignore[arg-type]
-            # One token per delta, the usual decode step: skip the run machinery.
-            token = ids[0]  # type: ignore[index]
+        elif len(ids) == 1:  # one token per delta, the usual decode step: no run machinery
+            token = ids[0]
             if token.__class__ is not int:
                 ids = checked_ids(ids)
             elif not self.pending:
-                piece = table[token] if 0 <= token < size else None
+                piece = self.table[token] if 0 <= token < self.size else None
                 if piece.__class__ is str:
-                    machine.text(piece, out)  # type: ignore[arg-type]
-                    if machine.state == BODY and machine.route == REASONING:
-                        self.reasoning_tokens += 1
-                    return
-        elif not _INT_ONLY.issuperset(map(type, ids)):  # type: ignore[arg-type]
+                    return self.machine.alone(piece, 1)
+        elif not _INT_ONLY.issuperset(map(type, ids)):
             ids = checked_ids(ids)
-        run: list[str | bytes] = []
+        self._feed(ids)
+        return None
+
+    def _feed(self, ids: list[int]) -> None:
+        """Runs of ordinary tokens, each passed on at once, and the markers between them."""
+        table, size, machine = self.table, self.size, self.machine
+        run: list[Any] = []
         cut = False  # the run holds a token that cuts a UTF-8 character (bytes, not text)
         for token in ids:
             piece = table[token] if 0 <= token < size else None
             kind = piece.__class__
-            if kind is str:
-                run.append(piece)  # type: ignore[arg-type]
-                continue
-            if kind is bytes:
-                run.append(piece)  # type: ignore[arg-type]
-                cut = True
+            if kind is str or kind is bytes:
+                run.append(piece)
+                cut = cut or kind is bytes
                 continue
             if run:
-                self._run(run, cut, machine, out)
+                self._run(run, cut)
                 run = []
                 cut = False
             if self.pending:  # a character cut by the marker
-                self.flush(machine, out)
+                self.flush()
             if piece is None:
-                machine.unknown_token(out)
+                machine.unknown_token()
             else:
-                machine.marker(piece, out)  # type: ignore[arg-type]
+                machine.marker(piece)
         if run:
-            self._run(run, cut, machine, out)
+            self._run(run, cut)
 
-    def _run(self, run: list[str | bytes], cut: bool, machine: Machine,
-             out: list[Event]) -> None:
+    def _run(self, run: list[Any], cut: bool) -> None:
         """Pass on a run of ordinary tokens: their route cannot change inside the run."""
         if cut or self.pending:
             text = self._decode(run)
         else:  # the common case: whole characters only, no decoding at all
-            text = run[0] if len(run) == 1 else "".join(run)  # type: ignore[assignment]
+            text = run[0] if len(run) == 1 else "".join(run)
+        tokens = len(run) + self.owed
         if text:
-            machine.text(text, out)  # type: ignore[arg-type]
-        if machine.state == BODY and machine.route == REASONING:
-            self.reasoning_tokens += len(run)
+            self.owed = 0
+            self.machine.text(text, tokens)
+        else:
+            self.owed = tokens
 
-    def _decode(self, run: list[str | bytes]) -> str:
+    def _decode(self, run: list[Any]) -> str:
         """Text of a run with a cut character: keep the bytes of one still incomplete."""
-        data = self.pending + b"".join(
-            p if p.__class__ is bytes else p.encode() for p in run)  # type: ignore[union-attr]
+        data = self.pending + b"".join(p if p.__class__ is bytes else p.encode() for p in run)
         text, used = _utf8_decode(data, "replace", False)
         self.pending = data[used:] if used < len(data) else b""
         return text
 
-    def flush(self, machine: Machine, out: list[Event]) -> None:
+    def flush(self) -> None:
+        """End of stream: pass on a character still cut (replaced)."""
         if self.pending:
             text = self.pending.decode("utf-8", "replace")
             self.pending = b""
-            machine.text(text, out)
+            tokens, self.owed = self.owed, 0
+            self.machine.text(text, tokens)
 
 
 class TextInput:
     """Text with literal special-token spellings to text and markers."""
 
-    __slots__ = ("held", "tail", "joint")
+    __slots__ = ("machine", "held", "tail", "joint")
 
-    def __init__(self) -> None:
+    def __init__(self, machine: Machine) -> None:
+        self.machine = machine  # where the text and markers go
         self.held = ""  # the end of the last delta, which may begin a marker
         self.tail = ""  # text passed on since the last marker, from its last "<" (short)
         self.joint = ""  # ``tail`` at a dropped marker, when it begins a spelling
 
-    def _pass(self, text: str, machine: Machine, out: list[Event]) -> None:
+    def _pass(self, text: str) -> None:
         """Pass text on, remembering its end from its last ``<`` (a spelling may start)."""
-        machine.text(text, out)
+        self.machine.text(text)
         if self.tail or "<" in text:
             self._remember(text)
 
@@ -171,73 +175,88 @@ class TextInput:
             tail = self.tail + text
             self.tail = tail if len(tail) < hm.MAX_SPELLING else ""
 
-    def feed(self, text: str, machine: Machine, out: list[Event]) -> None:
+    def feed(self, text: str) -> Step | None:
+        """Parse one delta's text. Returns the step when the machine built it directly (a
+        piece with no marker), else None: the step is in the machine's collector."""
         if self.held:
             text = self.held + text
             self.held = ""
-        emit_from = 0  # text[emit_from:i] is plain text not yet passed on
+        emit_from = 0  # text[emit_from:] is plain text not yet passed on
         if self.joint:
-            emit_from = self._settle(text, 0, machine, out)
+            emit_from = self._settle(text, 0)
             if emit_from < 0:
-                return
+                return None
+        i = text.find(_OPEN, emit_from)
+        if i < 0:  # the common case: a piece with no marker
+            n = len(text)
+            if n and text[-1] == "<" and emit_from < n:
+                self.held = "<"
+                n -= 1
+            if emit_from == 0 and n == len(text):  # the whole piece: one step
+                step = self.machine.alone(text, 0)
+                if self.tail or "<" in text:
+                    self._remember(text)
+                return step
+            if emit_from < n:
+                self._pass(text[emit_from:n])
+            return None
+        self._markers(text, emit_from, i)
+        return None
+
+    def _markers(self, text: str, emit_from: int, i: int) -> None:
+        """The rest of a delta from its first ``<|`` at ``i``: markers and the text between."""
         find = text.find
-        spellings = hm.SPELLINGS
-        longest = hm.MAX_SPELLING
         n = len(text)
-        i = find(_OPEN, emit_from)
         while i >= 0:
-            j = find(_CLOSE, i + 2, i + longest)
-            if j < 0:
-                if n - i < longest and text[i:] in hm.PREFIXES:
+            j = find(_CLOSE, i + 2, i + hm.MAX_SPELLING)
+            marker = hm.SPELLINGS.get(text[i : j + 2]) if j >= 0 else None
+            if marker is None:
+                if j < 0 and n - i < hm.MAX_SPELLING and text[i:] in hm.PREFIXES:
                     self.held = text[i:]  # a marker may be cut by the end of the delta
                     n = i
                     break
                 i = find(_OPEN, i + 1)
                 continue
-            marker = spellings.get(text[i : j + 2])
-            if marker is None:
-                i = find(_OPEN, i + 1)
-                continue
             if emit_from < i:
-                self._pass(text[emit_from:i], machine, out)
-            emit_from = j + 2
-            if machine.joins(marker):
-                # The text on both sides joins up: it must not spell a control token.
-                tail = self.tail
-                self.joint = tail if tail and tail in hm.PREFIXES else ""
-                machine.marker(marker, out)
-                if self.joint:
-                    emit_from = self._settle(text, emit_from, machine, out)
-                    if emit_from < 0:
-                        return
-            else:
-                self.tail = ""
-                machine.marker(marker, out)
+                self._pass(text[emit_from:i])
+            emit_from = self._marker(text, j + 2, marker)
+            if emit_from < 0:
+                return
             i = find(_OPEN, emit_from)
         else:
             if n and text[-1] == "<" and emit_from < n:
                 self.held = "<"
                 n -= 1
-        if emit_from < n:  # the common case, inlined: a piece with no marker
-            piece = text[emit_from:n]
-            machine.text(piece, out)
-            if self.tail or "<" in piece:
-                self._remember(piece)
+        if emit_from < n:
+            self._pass(text[emit_from:n])
 
-    def _settle(self, text: str, pos: int, machine: Machine, out: list[Event]) -> int:
+    def _marker(self, text: str, after: int, marker: int) -> int:
+        """Pass on a marker; returns where plain text resumes (-1: the rest is held)."""
+        machine = self.machine
+        if not machine.joins(marker):
+            self.tail = ""
+            machine.marker(marker)
+            return after
+        # The text on both sides joins up: it must not spell a control token.
+        tail = self.tail
+        self.joint = tail if tail and tail in hm.PREFIXES else ""
+        machine.marker(marker)
+        return self._settle(text, after) if self.joint else after
+
+    def _settle(self, text: str, pos: int) -> int:
         """After a dropped marker: drop what would complete a spelling with the joint.
 
         Returns where plain text resumes, or -1 when the rest of ``text`` is held until the
         next delta can decide.
         """
-        joint = self.joint
+        joint, machine = self.joint, self.machine
         while True:
             rest = text[pos : pos + hm.MAX_SPELLING]
             joined = joint + rest
             k = joined.find(_CLOSE, max(len(joint) - 1, 1))
             if k >= 0 and joined[: k + 2] in hm.SPELLINGS:
                 end = pos + k + 2 - len(joint)  # the right part of the spelling: dropped
-                machine.drop_text(rules.SPLIT_MARKER, text[pos:end], out)
+                machine.drop_text(rules.SPLIT_MARKER, text[pos:end])
                 pos = end
                 continue
             if rest.startswith(_OPEN):
@@ -252,8 +271,9 @@ class TextInput:
             self.joint = ""
             return pos
 
-    def flush(self, machine: Machine, out: list[Event]) -> None:
+    def flush(self) -> None:
+        """End of stream: pass on what was held back (it spelled no marker)."""
         self.joint = ""
         if self.held:
-            machine.text(self.held, out)
+            self.machine.text(self.held)
             self.held = ""

@@ -1,23 +1,26 @@
-"""The Harmony state machine: text and markers in, events out.
+"""The Harmony state machine: text and markers in, a step's parts (and events) out.
 
 Everything that affects routing lives here. The machine does not know where its input came
 from: the front ends (:mod:`harmony_plugins._frontends`) turn token ids or decoded text into
-calls of :meth:`Machine.text` and :meth:`Machine.marker`, and those append events to a list
-the caller owns.
+calls of :meth:`Machine.text` and :meth:`Machine.marker`, and the machine hands what they
+produce to its :class:`~harmony_plugins._steps.Collector` (text pieces, calls, recoveries; the
+events themselves only when the turn asked for them).
 
 Theory of operation
 -------------------
-The machine is in one of three states:
+The machine is in one of three states, and each state's data lives in an object of its own,
+which exists only in that state:
 
-``HEADER``
+``HEADER`` (:class:`Header`)
     Reading a message header. Header text is buffered, never emitted, until ``<|message|>``
     completes it; then the header decides the *route* of the body. The output starts here,
     in the header that the prompt's ``<|start|>assistant`` opened.
-``BODY``
+``BODY`` (:class:`Body`)
     Reading a message body. Each piece of text goes straight out along the route:
     reasoning, content, a tool call's arguments, or a drop list (counted, never shown).
-``DONE``
-    The turn is over (``<|return|>``, end of text, a forged turn). Text is dropped.
+``DONE`` (:class:`Done`)
+    The turn is over (``<|return|>``, end of text, a forged turn). Text is dropped, and
+    counted when the stream ends.
 
 A ``<|call|>`` ends the turn too, but further calls may follow it: the machine stays
 live with ``after_call`` set, and any later message that is not a call is dropped.
@@ -87,21 +90,12 @@ from . import harmony as mk
 from . import rules
 from ._arguments import ArgumentCutter
 from ._checks import ArgumentChecker
-from ._events import (
-    ContentText,
-    EndOfTurn,
-    Event,
-    LeakSuspected,
-    MessageBegin,
-    MessageEnd,
-    ReasoningText,
-    Recovery,
-    ToolCallArguments,
-    ToolCallBegin,
-    ToolCallEnd,
-)
+from ._events import ToolCallEnd
 from ._leaks import LeakScanner
+from ._steps import EMPTY, CallDelta, Collector, Step
 from ._tools import recipient as recipient_of
+
+_tuple_new = tuple.__new__  # builds a Step without NamedTuple's keyword handling
 
 HEADER = 0
 BODY = 1
@@ -142,21 +136,186 @@ def random_call_id() -> str:
     return "call_" + secrets.token_hex(12)
 
 
+class Header:
+    """The header being read: its sections so far and the one being read."""
+
+    __slots__ = ("role_given", "free", "sections", "kind", "pieces")
+
+    def __init__(self, role_given: bool, kind: int = hdr.ROLE, free: bool = False) -> None:
+        self.role_given = role_given  # it began with <|start|>: its first word is the role
+        self.free = free  # after <|end|> / <|call|>, no header marker yet: maybe free text
+        self.sections: list[tuple[int, str]] = []
+        self.kind = kind  # the section being read: ROLE, or the marker that began it
+        self.pieces: list[str] = []  # its text so far
+
+    def close_section(self) -> None:
+        self.sections.append((self.kind, "".join(self.pieces)))
+        self.pieces = []
+
+    def text(self) -> str:
+        return "".join(text for _, text in self.sections)
+
+    def only_free(self) -> bool:
+        """The header so far is text after <|end|> with no header marker: maybe free text."""
+        return self.free and not self.sections and self.kind == hdr.ROLE
+
+
+class Body:
+    """The body being routed. One class per route, each holding what its route needs: the
+    machine hands each piece of text to the body, which sends it on (:meth:`take`), and the
+    body closes itself when a marker or the end of the stream ends it (:meth:`end`)."""
+
+    __slots__ = ("machine", "out")
+    route = DROP
+
+    def __init__(self, machine: Machine) -> None:
+        self.machine = machine
+        self.out = machine.out
+
+    def take(self, text: str, tokens: int) -> None:
+        raise NotImplementedError
+
+    def alone(self, text: str, tokens: int) -> Step:
+        """The step of a feed that is this one piece of text (the usual decode step), built
+        directly; called only while the collector holds nothing and keeps no events."""
+        self.take(text, tokens)
+        return self.out.step()
+
+    def end(self, by: str) -> None:
+        self.out.message_end(by)
+
+
+class ReasoningBody(Body):
+    """Chain of thought: each piece to reasoning, its tokens counted (usage figures)."""
+
+    __slots__ = ()
+    route = REASONING
+
+    def take(self, text: str, tokens: int) -> None:
+        self.out.reasoning(text, tokens)
+
+    def alone(self, text: str, tokens: int) -> Step:
+        self.out.reasoning_tokens += tokens
+        return _tuple_new(Step, (text, "", (), (), (), (), None, ()))
+
+
+class ContentBody(Body):
+    """Visible text: each piece to content, scanned for leaked markup as it goes."""
+
+    __slots__ = ("scanner",)
+    route = CONTENT
+
+    def __init__(self, machine: Machine) -> None:
+        super().__init__(machine)
+        self.scanner = LeakScanner()
+
+    def take(self, text: str, tokens: int) -> None:
+        self.out.content(text)
+        found = self.scanner.feed(text)
+        if found:
+            self.machine.leaked(found)
+
+    def alone(self, text: str, tokens: int) -> Step:
+        found = self.scanner.feed(text)
+        if found:
+            self.out.content(text)
+            self.machine.leaked(found)
+            return self.out.step()
+        return _tuple_new(Step, ("", text, (), (), (), (), None, ()))
+
+    def end(self, by: str) -> None:
+        found = self.scanner.close()
+        if found:
+            self.machine.leaked(found)
+        self.out.message_end(by)
+
+
+class CallBody(Body):
+    """A call's arguments: each piece cut at the end of the first JSON value, then checked
+    against the declared schema when the call ends."""
+
+    __slots__ = ("index", "name", "cutter")
+    route = CALL
+
+    def __init__(self, machine: Machine, index: int, name: str) -> None:
+        super().__init__(machine)
+        self.index = index
+        self.name = name  # the declared name its arguments are checked against ("": none)
+        self.cutter = ArgumentCutter()
+
+    def take(self, text: str, tokens: int) -> None:
+        piece = self.cutter.feed(text)
+        if piece:
+            self.out.arguments(self.index, piece)
+
+    def alone(self, text: str, tokens: int) -> Step:
+        piece = self.cutter.feed(text)
+        if not piece:
+            return EMPTY
+        call = _tuple_new(CallDelta, (self.index, None, None, piece))
+        return _tuple_new(Step, ("", "", (call,), (), (), (), None, ()))
+
+    def end(self, by: str) -> None:
+        machine, cutter, out = self.machine, self.cutter, self.out
+        arguments = cutter.arguments()
+        if not arguments:
+            machine.recover(rules.EMPTY_ARGUMENTS, cutter.pending_lead())
+            arguments = "{}"
+            out.arguments(self.index, arguments)
+        junk = cutter.junk_text()
+        if junk.strip():
+            machine.recover(rules.AFTER_JSON_VALUE, junk)
+        name = self.name
+        outcome = machine.checker.check(name, arguments) if name else rules.UNDECLARED
+        machine.count_outcome(outcome)
+        out.call_end(ToolCallEnd(self.index, arguments, outcome))
+        out.message_end(by)
+
+
+class DropBody(Body):
+    """A body a rule drops: its text kept only to be counted, with the rule, when it ends."""
+
+    __slots__ = ("rule", "dropped")
+
+    def __init__(self, machine: Machine, rule: str) -> None:
+        super().__init__(machine)
+        self.rule = rule
+        self.dropped: list[str] = []
+
+    def take(self, text: str, tokens: int) -> None:
+        self.dropped.append(text)
+
+    def alone(self, text: str, tokens: int) -> Step:
+        self.dropped.append(text)
+        return EMPTY
+
+    def end(self, by: str) -> None:
+        self.machine.recover(self.rule, "".join(self.dropped))
+
+
+class Done:
+    """The turn is over: the text that still comes, dropped and counted at the end."""
+
+    __slots__ = ("dropped",)
+
+    def __init__(self) -> None:
+        self.dropped: list[str] = []
+
+
 class Machine:
     """One model turn's parse state. Use one machine per request.
 
     ``tools``: the declared function names; ``schemas``: their ``parameters`` by name (the
-    arguments of a call are checked against them when it ends).
+    arguments of a call are checked against them when it ends); ``out``: where what it
+    produces goes (a :class:`~harmony_plugins._steps.Collector`).
     """
 
     __slots__ = (
         "tools", "spaced", "checker", "new_id", "pass_undeclared", "tools_unknown",
-        "any_recipient", "builtins",
-        "state", "after_call", "stop_reason", "calls", "seen_marker", "recoveries",
+        "any_recipient", "builtins", "out",
+        "state", "header", "body", "done", "alone",
+        "after_call", "stop_reason", "calls", "seen_marker", "recoveries",
         "outcomes", "leaks", "maybe_calls",
-        "role_given", "free", "sections", "section_kind", "pieces",
-        "route", "drop_rule", "dropped", "cutter", "call_index", "call_name",
-        "scanner",
     )
 
     def __init__(
@@ -168,6 +327,7 @@ class Machine:
         tools_unknown: bool = False,
         any_recipient: bool = False,
         builtins: frozenset[str] = frozenset(),
+        out: Collector | None = None,
     ) -> None:
         self.tools = tools
         self.any_recipient = any_recipient
@@ -177,29 +337,34 @@ class Machine:
         self.new_id = id_factory or random_call_id
         self.pass_undeclared = pass_undeclared
         self.tools_unknown = tools_unknown
+        self.out = out if out is not None else Collector()
         self.state = HEADER
-        self.after_call = False
+        self.header: Header | None = Header(False)
+        self.body: Body | None = None
+        self.done: Done | None = None
+        self.alone: Callable[[str, int], Step] = self._alone
+        """Take a feed that is one piece of text (as :meth:`text`, ``tokens`` its ids) and
+        return its step: the usual decode step. In a body, when the turn keeps no events,
+        this is the body's own ``alone``, which builds the step directly; a front end calls
+        it only as a whole feed, with the collector empty (the turn takes every step)."""
+        self.after_call = False  # a <|call|> was seen: only calls may follow
         self.stop_reason: str | None = None
         self.calls = 0
         self.seen_marker = False
         self.recoveries: dict[str, int] = {}  # rule -> times applied, for adapters' counters
         self.outcomes: dict[str, int] = {}  # call outcome -> calls (rules.OUTCOMES)
-        self.leaks = 0  # LeakSuspected events emitted
+        self.leaks: list[str] = []  # excerpts of the suspected leaks flagged
         self.maybe_calls = 0  # tools unknown: messages whose recipient may name a function
-        # Header being read.
-        self.role_given = False
-        self.free = False  # after <|end|> / <|call|>, no header marker yet: maybe free text
-        self.sections: list[tuple[int, str]] = []
-        self.section_kind = hdr.ROLE
-        self.pieces: list[str] = []
-        # Body being read.
-        self.route = DROP
-        self.drop_rule = rules.AFTER_END_OF_TURN
-        self.dropped: list[str] = []
-        self.cutter: ArgumentCutter | None = None
-        self.call_index = -1
-        self.call_name = ""
-        self.scanner: LeakScanner | None = None
+
+    @property
+    def route(self) -> int | None:
+        """The route of the body being read (None outside a body)."""
+        return self.body.route if self.body is not None else None
+
+    @property
+    def reasoning_tokens(self) -> int:
+        """Tokens of reasoning text so far (usage figures)."""
+        return self.out.reasoning_tokens
 
     def count_outcome(self, outcome: str) -> None:
         """Count one call's outcome (``rules.OUTCOMES``)."""
@@ -207,38 +372,32 @@ class Machine:
 
     # -- input ---------------------------------------------------------------------------
 
-    def text(self, text: str, out: list[Event]) -> None:
-        """Take the next piece of model text (never empty)."""
-        if self.state == BODY:
-            route = self.route
-            if route == REASONING:
-                out.append(ReasoningText(text))
-            elif route == CONTENT:
-                out.append(ContentText(text))
-                found = self.scanner.feed(text)  # type: ignore[union-attr]
-                if found:
-                    self._leaked(found, out)
-            elif route == CALL:
-                piece = self.cutter.feed(text)  # type: ignore[union-attr]
-                if piece:
-                    out.append(ToolCallArguments(self.call_index, piece))
-            else:
-                self.dropped.append(text)
-        elif self.state == HEADER:
-            self.pieces.append(text)
-        else:
-            self.dropped.append(text)
+    def text(self, text: str, tokens: int = 0) -> None:
+        """Take the next piece of model text (never empty), made of ``tokens`` token ids
+        (0 in text mode), which count as reasoning tokens if it is reasoning."""
+        body = self.body
+        if body is not None:
+            body.take(text, tokens)
+        elif self.header is not None:
+            self.header.pieces.append(text)
+        elif self.done is not None:
+            self.done.dropped.append(text)
 
-    def marker(self, marker: int, out: list[Event]) -> None:
+    def _alone(self, text: str, tokens: int = 0) -> Step:
+        """:attr:`alone` outside a body (or keeping events): the text, then the step."""
+        self.text(text, tokens)
+        return self.out.step()
+
+    def marker(self, marker: int) -> None:
         """Take the next control token."""
         if marker == mk.IGNORED:
-            self._recover(out, rules.IGNORED_TOKEN)
+            self.recover(rules.IGNORED_TOKEN)
             return
-        state = self.state
-        if state == BODY:
-            self._body_marker(marker, out)
-        elif state == HEADER:
-            self._header_marker(marker, out)
+        body = self.body
+        if body is not None:
+            self._body_marker(body, marker)
+        elif self.header is not None:
+            self._header_marker(marker)
         self.seen_marker = True
 
     def joins(self, marker: int) -> bool:
@@ -248,312 +407,292 @@ class Machine:
         front end then keeps the two sides from spelling a control token."""
         if marker == mk.IGNORED:
             return self.state != DONE
-        state = self.state
-        if state == BODY:
+        body = self.body
+        if body is not None:
             return (marker == mk.MESSAGE or marker == mk.CONSTRAIN
-                    or (marker == mk.END and self.route == CONTENT))
-        return state == HEADER and marker == mk.END
+                    or (marker == mk.END and body.route == CONTENT))
+        return self.header is not None and marker == mk.END
 
-    def drop_text(self, rule: str, text: str, out: list[Event]) -> None:
+    def drop_text(self, rule: str, text: str) -> None:
         """Drop model text by ``rule`` on behalf of a front end (counted, carried)."""
-        self._recover(out, rule, text)
+        self.recover(rule, text)
 
-    def unknown_token(self, out: list[Event]) -> None:
+    def unknown_token(self) -> None:
         """A token id the vocabulary does not know."""
-        self._recover(out, rules.UNKNOWN_TOKEN)
+        self.recover(rules.UNKNOWN_TOKEN)
 
-    def close(self, finish: str, out: list[Event]) -> None:
-        """End of stream: settle what is open and emit :class:`EndOfTurn`. ``finish`` is why
+    def close(self, finish: str) -> None:
+        """End of stream: settle what is open and hand over the turn's end. ``finish`` is why
         the engine stopped: ``"stop"``, ``"length"`` or ``"unknown"`` (nothing else in the parse
         depends on it)."""
-        if self.state == HEADER:
-            free = self._only_free()
-            self._close_section()
+        header = self.header
+        if header is not None:
+            free = header.only_free()
+            header.close_section()
             if free:
-                self._free_text(None, out)
+                self._free_text(header, None)
             else:
-                self._header_closed(None, out)
-        elif self.state == BODY:
-            self._end_body(None, out)
-        if self.state == DONE and self.dropped:
-            self._recover(out, rules.AFTER_END_OF_TURN, "".join(self.dropped))
-            self.dropped.clear()
+                self._header_closed(header, None)
+        elif self.body is not None:
+            self._end_body(self.body, None)
+        done = self.done
+        if done is not None and done.dropped:
+            self.recover(rules.AFTER_END_OF_TURN, "".join(done.dropped))
         finish_reason: str | None
         if finish == "length":
             finish_reason = "length"
         elif finish == "unknown":  # the engine reports its own
             finish_reason = None
-        elif self.calls:
-            finish_reason = "tool_calls"
         else:
-            finish_reason = "stop"
-        out.append(EndOfTurn(self.stop_reason or "end_of_stream", finish_reason))
-        self.state = DONE
+            finish_reason = "tool_calls" if self.calls else "stop"
+        self.out.end(self.stop_reason or "end_of_stream", finish_reason)
+        self._to_done()
 
-    def _recover(self, out: list[Event], rule: str, text: str = "") -> None:
-        """Apply a recovery rule: emit its event and count it."""
-        out.append(Recovery(rule, text))
+    # -- what it hands over ---------------------------------------------------------------
+
+    def recover(self, rule: str, text: str = "") -> None:
+        """Apply a recovery rule: hand it over and count it."""
+        self.out.recovery(rule, text)
         self.recoveries[rule] = self.recoveries.get(rule, 0) + 1
 
-    def _leaked(self, found: list[str], out: list[Event]) -> None:
+    def leaked(self, found: list[str]) -> None:
+        """Hand over suspected leaks, and count them."""
         for excerpt in found:
-            out.append(LeakSuspected(excerpt))
-        self.leaks += len(found)
+            self.out.leak(excerpt)
+        self.leaks += found
 
-    def _visible(self, text: str, channel: str | None, marker: int | None,
-                 out: list[Event]) -> None:
+    def _visible(self, text: str, channel: str | None, marker: int | None) -> None:
         """Content that a header rule recovered: a message of its own, in one piece."""
-        out.append(MessageBegin("content", counted_channel("content", channel), channel))
-        out.append(ContentText(text))
+        out = self.out
+        out.message_begin("content", counted_channel("content", channel), channel, None, None)
+        out.content(text)
         scanner = LeakScanner()
         found = (scanner.feed(text) or []) + (scanner.close() or [])
         if found:
-            self._leaked(found, out)
-        out.append(MessageEnd(_ENDED_BY[marker]))
+            self.leaked(found)
+        out.message_end(_ENDED_BY[marker])
+
+    # -- states ----------------------------------------------------------------------------
+
+    def _to_header(self, role_given: bool, kind: int = hdr.ROLE, free: bool = False) -> None:
+        self.state = HEADER
+        self.header = Header(role_given, kind, free)
+        self.body = None
+        self.alone = self._alone
+
+    def _to_body(self, body: Body) -> None:
+        self.state = BODY
+        self.header = None
+        self.body = body
+        self.alone = body.alone if self.out.events is None else self._alone
+
+    def _to_done(self) -> None:
+        self.state = DONE
+        self.header = None
+        self.body = None
+        self.alone = self._alone
+        if self.done is None:
+            self.done = Done()
 
     # -- headers -------------------------------------------------------------------------
 
-    def _new_header(self, role_given: bool, first_kind: int = hdr.ROLE,
-                    free: bool = False) -> None:
-        self.state = HEADER
-        self.role_given = role_given
-        self.free = free
-        self.sections = []
-        self.section_kind = first_kind
-        self.pieces = []
-
-    def _close_section(self) -> None:
-        self.sections.append((self.section_kind, "".join(self.pieces)))
-        self.pieces = []
-
-    def _header_text(self) -> str:
-        return "".join(text for _, text in self.sections)
-
-    def _only_free(self) -> bool:
-        """The header so far is text after <|end|> with no header marker: maybe free text."""
-        return self.free and not self.sections and self.section_kind == hdr.ROLE
-
-    def _header_marker(self, marker: int, out: list[Event]) -> None:
-        free = self._only_free()
-        self._close_section()
+    def _header_marker(self, marker: int) -> None:
+        header = self.header
+        assert header is not None
+        free = header.only_free()
+        header.close_section()
         if marker == mk.CHANNEL or marker == mk.CONSTRAIN:
-            self.section_kind = marker
-            self.free = False
-            if len(self.sections) == 1 and self._forged(out):
+            header.kind = marker
+            header.free = False
+            if len(header.sections) == 1 and self._forged(header):
                 return
         elif marker == mk.MESSAGE:
-            self.free = False
-            self._header_complete(out)
+            self._header_complete(header)
         elif marker == mk.START:
             if free:
-                self._free_text(marker, out)
-            elif not self._final_answer(marker, out) and self._header_text().strip():
-                self._recover(out, rules.HEADER_RESTARTED, self._header_text())
-            self._new_header(True)
+                self._free_text(header, marker)
+            elif not self._final_answer(header, marker) and header.text().strip():
+                self.recover(rules.HEADER_RESTARTED, header.text())
+            self._to_header(True)
         else:  # end, call, return, end of text
             if free:
-                self._free_text(marker, out)
+                self._free_text(header, marker)
             else:
-                self._header_closed(marker, out)
-            self._stop(marker, out)
+                self._header_closed(header, marker)
+            self._stop(marker)
 
-    def _free_text(self, marker: int | None, out: list[Event]) -> None:
+    def _free_text(self, header: Header, marker: int | None) -> None:
         """Text between messages (section 2): content, or header junk, or after a call."""
-        text = self._header_text()
+        text = header.text()
         if not text.strip():
             return  # whitespace between messages
         if self.after_call:
-            self._recover(out, rules.AFTER_CALL, text)
+            self.recover(rules.AFTER_CALL, text)
         elif hdr.is_header_like(text):
-            self._recover(out, rules.HEADER_JUNK, text)
+            self.recover(rules.HEADER_JUNK, text)
         else:
-            self._recover(out, rules.FREE_TEXT)
-            self._visible(text, None, marker, out)
+            self.recover(rules.FREE_TEXT)
+            self._visible(text, None, marker)
 
-    def _forged(self, out: list[Event]) -> bool:
+    def _forged(self, header: Header) -> bool:
         """End the turn if the role section names someone other than the assistant."""
-        if self.sections[0][0] != hdr.ROLE:
+        if header.sections[0][0] != hdr.ROLE:
             return False
-        h = hdr.parse_header(self.sections[:1], self.role_given)
-        if not h.forged:
+        if not hdr.parse_header(header.sections[:1], header.role_given).forged:
             return False
-        self._end_turn_forged(out)
+        self._end_turn_forged(header)
         return True
 
-    def _end_turn_forged(self, out: list[Event]) -> None:
-        self.state = DONE
+    def _end_turn_forged(self, header: Header) -> None:
         self.stop_reason = "forged_turn"
-        self._recover(out, rules.FORGED_TURN, self._header_text())
-        self.dropped = []
+        self.recover(rules.FORGED_TURN, header.text())
+        self._to_done()
 
-    def _header_closed(self, marker: int | None, out: list[Event]) -> None:
+    def _header_closed(self, header: Header, marker: int | None) -> None:
         """A header ended without ``<|message|>`` (by ``marker``, or by end of stream)."""
-        text = self._header_text()
+        text = header.text()
         if not self.seen_marker and marker != mk.END and not hdr.is_header_like(text):
             # No markup at all (a stop token may or may not be there). Text closed by
             # <|end|> is the first message's header, however long (contract section 3).
-            self._recover(out, rules.NO_MARKUP)
-            self._visible(text, None, marker, out)
+            self.recover(rules.NO_MARKUP)
+            self._visible(text, None, marker)
             return
-        if self._forged(out) or self._final_answer(marker, out):
+        if self._forged(header) or self._final_answer(header, marker):
             return
         if text.strip():
             rule = rules.UNFINISHED_HEADER if marker is None else rules.HEADER_WITHOUT_MESSAGE
-            self._recover(out, rule, text)
+            self.recover(rule, text)
 
-    def _final_answer(self, marker: int | None, out: list[Event]) -> bool:
+    def _final_answer(self, header: Header, marker: int | None) -> bool:
         """A ``final`` header that ended without ``<|message|>`` holds the answer (section 3):
         show it and return True, or return False when the header is not of that shape."""
-        sections = self.sections
+        sections = header.sections
         body = hdr.final_without_message(sections)
         if body is None or self.after_call:
             return False
-        self._recover(out, rules.FINAL_WITHOUT_MESSAGE)
+        self.recover(rules.FINAL_WITHOUT_MESSAGE)
         k = max(i for i, (kind, _) in enumerate(sections) if kind == mk.CHANNEL)
-        rest = hdr.parse_header([*sections[:k], (mk.CHANNEL, mk.FINAL)], self.role_given,
+        rest = hdr.parse_header([*sections[:k], (mk.CHANNEL, mk.FINAL)], header.role_given,
                                 self.tools, self.spaced)
         if rest.junk:  # words before the channel that no rule uses
-            self._recover(out, rules.HEADER_JUNK, " ".join(rest.junk))
-        self._visible(body, mk.FINAL, marker, out)
+            self.recover(rules.HEADER_JUNK, " ".join(rest.junk))
+        self._visible(body, mk.FINAL, marker)
         return True
 
-    def _header_complete(self, out: list[Event]) -> None:
-        h = hdr.parse_header(self.sections, self.role_given, self.tools, self.spaced)
+    def _header_complete(self, header: Header) -> None:
+        h = hdr.parse_header(header.sections, header.role_given, self.tools, self.spaced)
         if h.forged:
-            self._end_turn_forged(out)
+            self._end_turn_forged(header)
             return
         if h.role_channel:
-            self._recover(out, rules.CHANNEL_IN_ROLE)
+            self.recover(rules.CHANNEL_IN_ROLE)
         if h.junk:
-            self._recover(out, rules.HEADER_JUNK, " ".join(h.junk))
-        self.state = BODY
-        recipient = h.recipient
+            self.recover(rules.HEADER_JUNK, " ".join(h.junk))
         if self.tools_unknown and hdr.may_name_function(h):
             self.maybe_calls += 1  # a call, if the tools declare it: they would have said
             self._drop(rules.TOOLS_UNKNOWN)
-            return
+        elif not self._route_call(h):
+            self._route_text(h)
+
+    def _route_call(self, h: hdr.Header) -> bool:
+        """Route a header with a recipient (or one its content type names); False: it has
+        none, and is routed by its channel."""
+        recipient = h.recipient
         if recipient is None:
             named = hdr.content_type_function(h.content_type, self.tools)
             if named:  # `<|constrain|>functions.NAME`, NAME declared: the recipient
-                self._recover(out, rules.CONTENT_TYPE_RECIPIENT)
-                self._begin_call(named, h, out)
-                return
+                self.recover(rules.CONTENT_TYPE_RECIPIENT)
+                self._begin_call(named, h)
+                return True
             if named == "":  # `functions.NAME` undeclared: a call that is not surfaced
                 recipient = h.content_type
             elif h.empty_recipient:
                 self._drop(rules.EMPTY_RECIPIENT)
-                return
-        if recipient is not None:
-            name, rule = hdr.resolve_recipient(recipient, self.tools, self.builtins)
-            undeclared = name is None and rule == rules.UNDECLARED_FUNCTION
-            if undeclared and self.pass_undeclared:
-                name = recipient[len(mk.FUNCTIONS_PREFIX):]
-            if name is None and self.any_recipient:  # no tools given: as written
-                name = recipient.removeprefix(mk.FUNCTIONS_PREFIX)
-                self._begin_call(name, h, out, True, recipient)
-                return
-            if name is not None:
-                if rule is not None:
-                    self._recover(out, rule)
-                self._begin_call(name, h, out, undeclared)
-                return
+                return True
+            else:
+                return False
+        assert recipient is not None
+        name, rule = hdr.resolve_recipient(recipient, self.tools, self.builtins)
+        undeclared = name is None and rule == rules.UNDECLARED_FUNCTION
+        if undeclared and self.pass_undeclared:
+            name = recipient[len(mk.FUNCTIONS_PREFIX):]
+        if name is None and self.any_recipient:  # no tools given: as written
+            self._begin_call(recipient.removeprefix(mk.FUNCTIONS_PREFIX), h, True, recipient)
+        elif name is not None:
+            if rule is not None:
+                self.recover(rule)
+            self._begin_call(name, h, undeclared)
+        else:
             self._drop(rule or rules.UNDECLARED_RECIPIENT)
-        elif self.after_call:
+        return True
+
+    def _route_text(self, h: hdr.Header) -> None:
+        """Route a header without a recipient, by its channel."""
+        channel = h.channel
+        if self.after_call:
             self._drop(rules.AFTER_CALL)
-        elif h.channel == mk.ANALYSIS:
-            self._begin_text(REASONING, h, out)
-        elif h.channel is None or h.channel == mk.FINAL or h.channel == mk.COMMENTARY:
-            self._begin_text(CONTENT, h, out)
-            self.scanner = LeakScanner()
+        elif channel == mk.ANALYSIS:
+            self._begin_text("reasoning", h)
+        elif channel is None or channel == mk.FINAL or channel == mk.COMMENTARY:
+            self._begin_text("content", h)
         else:  # an unknown channel is treated as chain of thought; its name is counted
-            self._recover(out, rules.UNKNOWN_CHANNEL, h.channel)
-            self._begin_text(REASONING, h, out)
+            self.recover(rules.UNKNOWN_CHANNEL, channel)
+            self._begin_text("reasoning", h)
 
-    def _begin_text(self, route: int, h: hdr.Header, out: list[Event]) -> None:
-        self.route = route
-        kind = "reasoning" if route == REASONING else "content"
-        out.append(MessageBegin(kind, counted_channel(kind, h.channel), h.channel, None,
-                                h.written_content_type))
+    def _begin_text(self, kind: str, h: hdr.Header) -> None:
+        self.out.message_begin(kind, counted_channel(kind, h.channel), h.channel, None,
+                               h.written_content_type)
+        self._to_body(ReasoningBody(self) if kind == "reasoning" else ContentBody(self))
 
-    def _begin_call(self, name: str, h: hdr.Header, out: list[Event],
-                    undeclared: bool = False, written: str | None = None) -> None:
-        self.route = CALL
-        self.call_index = self.calls
+    def _begin_call(self, name: str, h: hdr.Header, undeclared: bool = False,
+                    written: str | None = None) -> None:
         # A call passed through undeclared has that outcome, not its arguments' check.
-        self.call_name = "" if undeclared else name
+        body = CallBody(self, self.calls, "" if undeclared else name)
+        self._to_body(body)
         self.calls += 1
-        self.cutter = ArgumentCutter()
         recipient = written or recipient_of(name, self.builtins)
-        out.append(MessageBegin("call", counted_channel("call", h.channel, recipient), h.channel,
-                                recipient, h.written_content_type))
-        out.append(ToolCallBegin(self.call_index, self.new_id(), name))
+        out = self.out
+        out.message_begin("call", counted_channel("call", h.channel, recipient), h.channel,
+                          recipient, h.written_content_type)
+        out.call_begin(body.index, self.new_id(), name)
 
     def _drop(self, rule: str) -> None:
-        self.route = DROP
-        self.drop_rule = rule
-        self.dropped = []
+        self._to_body(DropBody(self, rule))
         if rule == rules.UNDECLARED_FUNCTION:  # a call not surfaced
             self.count_outcome(rules.UNDECLARED)
 
     # -- bodies --------------------------------------------------------------------------
 
-    def _body_marker(self, marker: int, out: list[Event]) -> None:
+    def _body_marker(self, body: Body, marker: int) -> None:
         if marker == mk.MESSAGE or marker == mk.CONSTRAIN:
-            self._recover(out, rules.STRAY_MARKER)
+            self.recover(rules.STRAY_MARKER)
             return
         if marker == mk.START or marker == mk.CHANNEL:
-            self._recover(out, rules.MISSING_END)
-        self._end_body(marker, out)
+            self.recover(rules.MISSING_END)
+        self._end_body(body, marker)
         if marker == mk.START:
-            self._new_header(True)
+            self._to_header(True)
         elif marker == mk.CHANNEL:
-            self._new_header(False, mk.CHANNEL)
+            self._to_header(False, mk.CHANNEL)
         else:
-            self._stop(marker, out)
+            self._stop(marker)
 
-    def _end_body(self, marker: int | None, out: list[Event]) -> None:
+    def _end_body(self, body: Body, marker: int | None) -> None:
         """Close the body; ``marker`` ended it (None: the end of the stream)."""
-        route = self.route
-        if route == CALL:
-            cutter = self.cutter
-            assert cutter is not None
-            arguments = cutter.arguments()
-            if not arguments:
-                self._recover(out, rules.EMPTY_ARGUMENTS, cutter.pending_lead())
-                arguments = "{}"
-                out.append(ToolCallArguments(self.call_index, arguments))
-            junk = cutter.junk_text()
-            if junk.strip():
-                self._recover(out, rules.AFTER_JSON_VALUE, junk)
-            name = self.call_name
-            outcome = self.checker.check(name, arguments) if name else rules.UNDECLARED
-            self.count_outcome(outcome)
-            out.append(ToolCallEnd(self.call_index, arguments, outcome))
-            out.append(MessageEnd(_ENDED_BY[marker]))
-            self.cutter = None
-        elif route == DROP:
-            self._recover(out, self.drop_rule, "".join(self.dropped))
-            self.dropped = []
-        else:
-            if route == CONTENT:
-                found = self.scanner.close()  # type: ignore[union-attr]
-                if found:
-                    self._leaked(found, out)
-                self.scanner = None
-            out.append(MessageEnd(_ENDED_BY[marker]))
-        self.state = HEADER
+        body.end(_ENDED_BY[marker])
+        self.body = None
+        self.alone = self._alone
 
-    def _stop(self, marker: int, out: list[Event]) -> None:
+    def _stop(self, marker: int) -> None:
         """After a message ended by ``marker`` (end, call, return or end of text)."""
         if self.state == DONE:  # a forged header already ended the turn
             return
         if marker == mk.END:
-            self._new_header(False, free=True)
+            self._to_header(False, free=True)
             return
         self.stop_reason = _STOP_REASONS[marker]
         if marker == mk.CALL:
             self.after_call = True
-            self._new_header(False, free=True)
+            self._to_header(False, free=True)
         else:
-            self.state = DONE
-            self.dropped = []
+            self._to_done()

@@ -1,4 +1,9 @@
-"""The public facade: :class:`StreamParser`, :func:`parse_ids` and :func:`parse_text`."""
+"""The events view of a parse: :class:`StreamParser`, :func:`parse_ids` and :func:`parse_text`.
+
+:class:`~harmony_plugins._turn.Turn` is the one facade; these are conveniences over it for a
+caller that wants the events themselves (in order, message boundaries included) rather than
+one step per feed, or the whole result of a whole output.
+"""
 
 from __future__ import annotations
 
@@ -6,26 +11,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ._events import Event
-from ._frontends import IdsInput, TextInput
-from ._machine import Machine
 from ._openai import ChatResult
-from ._tools import builtin_names, tool_names, tool_schemas
+from ._turn import FINISHES, Request, Turn, check_finish
 from .vocab import Vocab
 
-FINISHES = ("stop", "length", "unknown")
-"""Why an engine stopped: on its own (a stop token, or the output's end), at its token limit
-(``max_tokens``), or it did not say (vLLM tells its parser neither, and reports its own
-``finish_reason``). Only ``EndOfTurn.finish_reason`` depends on it."""
-
-
-def check_finish(finish: str) -> None:
-    """ValueError unless ``finish`` is one of :data:`FINISHES`."""
-    if finish not in FINISHES:
-        raise ValueError(f"finish must be one of {FINISHES}, not {finish!r}")
+__all__ = ["FINISHES", "StreamParser", "parse_ids", "parse_text"]
 
 
 class StreamParser:
-    """Incremental parser for one model turn of gpt-oss output.
+    """Incremental parser for one model turn of gpt-oss output, giving events.
 
     Feed it each delta as it arrives, either as token ids (:meth:`feed_ids`) or as text with
     the special tokens spelled literally (:meth:`feed_text`), never both; call :meth:`close`
@@ -48,7 +42,7 @@ class StreamParser:
     is not an int (bools, floats, None); ValueError for a bad ``finish``.
     """
 
-    __slots__ = ("_machine", "_ids", "_text", "_encoding", "_closed")
+    __slots__ = ("_turn",)
 
     def __init__(
         self,
@@ -60,15 +54,12 @@ class StreamParser:
         tools_unknown: bool = False,
         any_recipient: bool = False,
     ) -> None:
-        if id_factory is not None and not callable(id_factory):
-            raise TypeError("id_factory must be a callable returning a call id")
-        self._machine = Machine(tool_names(tools), id_factory, bool(pass_undeclared),
-                                tool_schemas(tools), bool(tools_unknown), bool(any_recipient),
-                                builtin_names(tools))
-        self._encoding = encoding
-        self._ids: IdsInput | None = None
-        self._text: TextInput | None = None
-        self._closed = False
+        request = Request(tools, pass_undeclared=pass_undeclared, any_recipient=any_recipient)
+        if tools_unknown:
+            request = Request(None, pass_undeclared=pass_undeclared, tools_known=False,
+                              any_recipient=any_recipient)
+        self._turn = Turn(request, encoding, id_factory=id_factory, events=True)
+        self._turn.machine  # noqa: B018 -- reads the tools now: a bad shape raises here
 
     def feed_ids(self, ids: Iterable[int]) -> list[Event]:
         """Parse the token ids of one delta (any number of tokens).
@@ -77,24 +68,11 @@ class StreamParser:
         A non-int id raises TypeError before any id of the delta is consumed. Ids outside
         the vocabulary are skipped and counted (``unknown_token``).
         """
-        ids_input = self._ids
-        if ids_input is None or self._closed:
-            ids_input = self._ids = self._start_ids()
-        out: list[Event] = []
-        ids_input.feed(ids, self._machine, out)
-        return out
+        return list(self._turn.feed_ids(ids).events)
 
     def feed_text(self, text: str) -> list[Event]:
         """Parse the text of one delta (any number of characters); TypeError if not a str."""
-        if text.__class__ is not str and not isinstance(text, str):
-            raise TypeError(f"feed_text() takes a str, not {type(text).__name__}")
-        text_input = self._text
-        if text_input is None or self._closed:
-            text_input = self._text = self._start_text()
-        out: list[Event] = []
-        if text:
-            text_input.feed(text, self._machine, out)
-        return out
+        return list(self._turn.feed_text(text).events)
 
     def close(self, finish: str = "stop") -> list[Event]:
         """End the stream. ``finish`` is ``"length"`` when the engine hit its token limit,
@@ -103,69 +81,44 @@ class StreamParser:
         Flushes held-back input and returns the last events, ending with ``EndOfTurn``.
         """
         check_finish(finish)
-        if self._closed:
+        if self._turn.closed:
             raise RuntimeError("StreamParser.close() called twice")
-        self._closed = True
-        out: list[Event] = []
-        front = self._ids or self._text
-        if front is not None:
-            front.flush(self._machine, out)
-        self._machine.close(finish, out)
-        return out
+        return list(self._turn.close(finish).events)
 
     @property
     def fed_ids(self) -> bool:
         """Whether this parser was fed token ids (not text)."""
-        return self._ids is not None
+        return self._turn.fed_ids
 
     @property
     def calls(self) -> int:
         """How many tool calls have begun so far."""
-        return self._machine.calls
+        return self._turn.machine.calls
 
     @property
     def recoveries(self) -> dict[str, int]:
         """Recovery rules applied so far, with how often (see ``harmony_plugins.rules``)."""
-        return dict(self._machine.recoveries)
+        return dict(self._turn.machine.recoveries)
 
     @property
     def call_outcomes(self) -> dict[str, int]:
         """Outcomes of the argument checks of the calls ended so far (``rules.OUTCOMES``)."""
-        return dict(self._machine.outcomes)
+        return dict(self._turn.machine.outcomes)
 
     @property
     def maybe_calls(self) -> int:
         """With ``tools_unknown``: the messages so far that may be calls to a function."""
-        return self._machine.maybe_calls
+        return self._turn.machine.maybe_calls
 
     @property
     def leaks_suspected(self) -> int:
         """How many ``LeakSuspected`` events have been emitted so far."""
-        return self._machine.leaks
+        return len(self._turn.machine.leaks)
 
     @property
     def reasoning_tokens(self) -> int:
         """How many of the token ids fed so far were reasoning text (for usage figures)."""
-        return self._ids.reasoning_tokens if self._ids is not None else 0
-
-    def _start_ids(self) -> IdsInput:
-        self._check_open(self._text, "feed_ids", "feed_text")
-        if self._ids is not None:
-            return self._ids
-        vocab = self._encoding or Vocab.o200k_harmony()
-        return IdsInput(vocab.table)
-
-    def _start_text(self) -> TextInput:
-        self._check_open(self._ids, "feed_text", "feed_ids")
-        if self._text is not None:
-            return self._text
-        return TextInput()
-
-    def _check_open(self, other: object, this: str, that: str) -> None:
-        if self._closed:
-            raise RuntimeError(f"StreamParser.{this}() after close()")
-        if other is not None:
-            raise RuntimeError(f"StreamParser.{this}() on a parser already fed with {that}()")
+        return self._turn.reasoning_tokens
 
 
 def parse_ids(
@@ -181,10 +134,9 @@ def parse_ids(
     :class:`StreamParser`); never for malformed model output.
     """
     check_finish(finish)
-    parser = StreamParser(tools, encoding)
+    turn = Turn(Request(tools), encoding)
     result = ChatResult()
-    result.add(parser.feed_ids(ids))
-    result.add(parser.close(finish))
+    result.add(turn.feed_ids(ids, finish))
     return result.message()
 
 
@@ -198,8 +150,7 @@ def parse_text(
     if not isinstance(text, str):
         raise TypeError(f"parse_text() takes a str, not {type(text).__name__}")
     check_finish(finish)
-    parser = StreamParser(tools)
+    turn = Turn(Request(tools))
     result = ChatResult()
-    result.add(parser.feed_text(text))
-    result.add(parser.close(finish))
+    result.add(turn.feed_text(text, finish))
     return result.message()

@@ -1,17 +1,22 @@
 """A step: what one feed of a response produced, grouped the way every API wants it.
 
-Events say what happened in order; an engine wants, per decode step, the reasoning text,
-the content text and the calls touched, each joined once. :func:`step_of` does that grouping
-in one place, so no adapter walks events itself (except the Responses API, which needs the
-order: :attr:`Step.events`).
+An engine wants, per decode step, the reasoning text, the content text and the calls touched,
+each joined once; the Responses API also wants the events in order (message boundaries).
+:class:`Collector` is where the state machine puts what it produces, and it hands back one
+:class:`Step` per feed: the step's parts directly, with no event built for them unless the
+caller asked for events (``events=True``: the Responses API, ``StreamParser``). So the hot
+path of a chat stream (one piece of text per decode step) costs one list append and one
+tuple, not an event object per piece.
 
-Steps are built once per feed on the hot path, so they are named tuples built without
-their Python ``__new__`` (one tuple allocation), and a feed that produced nothing returns
-the shared :data:`EMPTY`.
+Steps are named tuples built without their Python ``__new__`` (one tuple allocation), a feed
+that produced nothing returns the shared :data:`EMPTY`, and :func:`fold` is the one way steps
+are put together (the last feed and the close in one engine step; several steps an adapter
+hands over at once).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from ._events import (
@@ -19,6 +24,8 @@ from ._events import (
     EndOfTurn,
     Event,
     LeakSuspected,
+    MessageBegin,
+    MessageEnd,
     ReasoningText,
     Recovery,
     ToolCallArguments,
@@ -48,8 +55,8 @@ class Step(NamedTuple):
     calls that ended, with their whole arguments and check outcome. ``recoveries``: the
     contract rules applied. ``leaks``: excerpts of suspected markup in visible text.
     ``finish``: the ``EndOfTurn`` when the stream was closed in this step.
-    ``events``: the events themselves, in order, message boundaries included (the
-    Responses API needs them).
+    ``events``: the events themselves, in order, message boundaries included, for a turn
+    built with ``events=True`` (the Responses API needs them); ``()`` otherwise.
     """
 
     reasoning: str = ""
@@ -63,68 +70,236 @@ class Step(NamedTuple):
 
 
 EMPTY = Step()
-"""The step of a feed that produced no event."""
+"""The step of a feed that produced nothing."""
+
+# What a feed touched, as bits: the common steps (one kind of text) are built directly.
+_R, _C, _A, _OTHER = 1, 2, 4, 8
 
 
-def step_of(events: list[Event]) -> Step:
-    """Group the events of one feed into a :class:`Step`."""
-    if not events:
-        return EMPTY
-    if len(events) == 1:  # the usual decode step: one piece of text or of arguments
-        event = events[0]
-        cls = event.__class__
-        if cls is ReasoningText:
-            return _tuple_new(Step, (event.text, "", (), (), (), (), None, events))
-        if cls is ContentText:
-            return _tuple_new(Step, ("", event.text, (), (), (), (), None, events))
-        if cls is ToolCallArguments:
-            call = _tuple_new(CallDelta, (event.index, None, None, event.text))
-            return _tuple_new(Step, ("", "", (call,), (), (), (), None, events))
-    reasoning: list[str] = []
-    content: list[str] = []
-    calls: dict[int, list] = {}  # index -> [id, name, pieces]
-    ended: list[ToolCallEnd] = []
-    recoveries: list[Recovery] = []
-    leaks: list[str] = []
-    finish: EndOfTurn | None = None
+class Collector:
+    """Where the state machine puts what a feed produces; :meth:`step` hands it over.
+
+    ``events``: also keep the events, in order (None: keep none, build none).
+    """
+
+    __slots__ = ("events", "touched", "reasoning_parts", "content_parts", "calls", "last",
+                 "ended", "recoveries", "leaks", "finish", "reasoning_tokens")
+
+    def __init__(self, events: bool = False) -> None:
+        self.events: list[Event] | None = [] if events else None
+        self.touched = 0
+        self.reasoning_parts: list[str] = []
+        self.content_parts: list[str] = []
+        self.calls: list[list] = []  # [index, id, name, pieces] in order of first appearance
+        self.last: list | None = None  # the call touched last
+        self.ended: list[ToolCallEnd] = []
+        self.recoveries: list[Recovery] = []
+        self.leaks: list[str] = []
+        self.finish: EndOfTurn | None = None
+        self.reasoning_tokens = 0  # token ids of reasoning text, over the whole turn
+
+    # -- what the machine hands over --------------------------------------------------------
+
+    def reasoning(self, text: str, tokens: int = 0) -> None:
+        """A piece of reasoning, made of ``tokens`` token ids (0: text)."""
+        self.reasoning_parts.append(text)
+        self.reasoning_tokens += tokens
+        self.touched |= _R
+        if self.events is not None:
+            self.events.append(ReasoningText(text))
+
+    def content(self, text: str) -> None:
+        self.content_parts.append(text)
+        self.touched |= _C
+        if self.events is not None:
+            self.events.append(ContentText(text))
+
+    def arguments(self, index: int, text: str) -> None:
+        last = self.last
+        if last is None or last[0] != index:
+            last = self._call(index, None, None)
+        last[3].append(text)
+        self.touched |= _A
+        if self.events is not None:
+            self.events.append(ToolCallArguments(index, text))
+
+    def call_begin(self, index: int, call_id: str, name: str) -> None:
+        self._call(index, call_id, name)
+        self.touched |= _OTHER
+        if self.events is not None:
+            self.events.append(ToolCallBegin(index, call_id, name))
+
+    def call_end(self, end: ToolCallEnd) -> None:
+        self.ended.append(end)
+        self.touched |= _OTHER
+        if self.events is not None:
+            self.events.append(end)
+
+    def message_begin(self, kind: str, channel: str, written: str | None,
+                      recipient: str | None, content_type: str | None) -> None:
+        if self.events is not None:
+            self.events.append(MessageBegin(kind, channel, written, recipient, content_type))
+            self.touched |= _OTHER
+
+    def message_end(self, by: str) -> None:
+        if self.events is not None:
+            self.events.append(MessageEnd(by))
+            self.touched |= _OTHER
+
+    def recovery(self, rule: str, text: str = "") -> None:
+        event = Recovery(rule, text)
+        self.recoveries.append(event)
+        self.touched |= _OTHER
+        if self.events is not None:
+            self.events.append(event)
+
+    def leak(self, excerpt: str) -> None:
+        self.leaks.append(excerpt)
+        self.touched |= _OTHER
+        if self.events is not None:
+            self.events.append(LeakSuspected(excerpt))
+
+    def end(self, reason: str, finish_reason: str | None) -> None:
+        self.finish = event = EndOfTurn(reason, finish_reason)
+        self.touched |= _OTHER
+        if self.events is not None:
+            self.events.append(event)
+
+    def _call(self, index: int, call_id: str | None, name: str | None) -> list:
+        slot = [index, call_id, name, []]
+        for old in self.calls:
+            if old[0] == index:  # the call began earlier in this feed
+                if call_id is not None:
+                    old[1], old[2] = call_id, name
+                slot = old
+                break
+        else:
+            self.calls.append(slot)
+        self.last = slot
+        return slot
+
+    # -- what the caller takes --------------------------------------------------------------
+
+    def step(self) -> Step:
+        """What was handed over since the last call, as one step (and start afresh)."""
+        touched = self.touched
+        if not touched:
+            return EMPTY
+        self.touched = 0
+        if touched == _R:  # the usual decode steps, one kind of text: built directly
+            return _tuple_new(Step, (_take(self.reasoning_parts), "", (), (), (), (), None,
+                                     self._take_events()))
+        if touched == _C:
+            return _tuple_new(Step, ("", _take(self.content_parts), (), (), (), (), None,
+                                     self._take_events()))
+        if touched == _A and len(self.calls) == 1 and self.calls[0][1] is None:
+            index, _, _, pieces = self.calls[0]
+            self.calls = []
+            self.last = None
+            call = _tuple_new(CallDelta, (index, None, None, _join(pieces)))
+            return _tuple_new(Step, ("", "", (call,), (), (), (), None, self._take_events()))
+        return self._whole_step()
+
+    def _whole_step(self) -> Step:
+        calls = tuple(_tuple_new(CallDelta, (index, call_id, name, _join(pieces)))
+                      for index, call_id, name, pieces in self.calls)
+        step = _tuple_new(Step, (
+            _take(self.reasoning_parts), _take(self.content_parts), calls, tuple(self.ended),
+            tuple(self.recoveries), tuple(self.leaks), self.finish, self._take_events()))
+        self.calls = []
+        self.last = None
+        self.ended = []
+        self.recoveries = []
+        self.leaks = []
+        self.finish = None
+        return step
+
+    def _take_events(self) -> list[Event] | tuple[()]:
+        events = self.events
+        if events is None:
+            return ()
+        self.events = []
+        return events
+
+
+def _join(pieces: list[str]) -> str:
+    return pieces[0] if len(pieces) == 1 else "".join(pieces)
+
+
+def _take(parts: list[str]) -> str:
+    """The parts joined, and the list emptied for the next feed."""
+    if not parts:
+        return ""
+    text = parts[0] if len(parts) == 1 else "".join(parts)
+    parts.clear()
+    return text
+
+
+def step_of(events: Iterable[Event]) -> Step:
+    """Group events (``StreamParser``'s, a caller's) into a :class:`Step`."""
+    collector = Collector(events=True)
     for event in events:
-        match event:
-            case ReasoningText(text=text):
-                reasoning.append(text)
-            case ContentText(text=text):
-                content.append(text)
-            case ToolCallArguments(index=index, text=text):
-                if index in calls:
-                    calls[index][2].append(text)
-                else:
-                    calls[index] = [None, None, [text]]
-            case ToolCallBegin(index=index, id=call_id, name=name):
-                calls[index] = [call_id, name, []]
-            case ToolCallEnd():
-                ended.append(event)
-            case Recovery():
-                recoveries.append(event)
-            case LeakSuspected(excerpt=excerpt):
-                leaks.append(excerpt)
-            case EndOfTurn():
-                finish = event
-    return _tuple_new(Step, (
-        "".join(reasoning),
-        "".join(content),
-        tuple(_tuple_new(CallDelta, (index, call_id, name, "".join(pieces)))
-              for index, (call_id, name, pieces) in calls.items()),
-        tuple(ended),
-        tuple(recoveries),
-        tuple(leaks),
-        finish,
-        events,
-    ))
+        _replay(collector, event)
+    step = collector.step()
+    return step
 
 
-def join(first: Step, second: Step) -> Step:
-    """Two consecutive steps as one (a last feed and the close, fed in one engine step)."""
-    if second is EMPTY:
-        return first
-    if first is EMPTY:
-        return second
-    return step_of(list(first.events) + list(second.events))
+def _replay(collector: Collector, event: Event) -> None:
+    match event:
+        case ReasoningText(text=text):
+            collector.reasoning(text)
+        case ContentText(text=text):
+            collector.content(text)
+        case ToolCallArguments(index=index, text=text):
+            collector.arguments(index, text)
+        case ToolCallBegin(index=index, id=call_id, name=name):
+            collector.call_begin(index, call_id, name)
+        case MessageBegin(kind=kind, channel=channel, written_channel=written,
+                          recipient=recipient, content_type=content_type):
+            collector.message_begin(kind, channel, written, recipient, content_type)
+        case MessageEnd(by=by):
+            collector.message_end(by)
+        case Recovery(rule=rule, text=text):
+            collector.recovery(rule, text)
+        case LeakSuspected(excerpt=excerpt):
+            collector.leak(excerpt)
+        case EndOfTurn(reason=reason, finish_reason=finish_reason):
+            collector.end(reason, finish_reason)
+        case ToolCallEnd():
+            collector.call_end(event)
+
+
+def fold(steps: Sequence[Step]) -> Step:
+    """Several consecutive steps as one: texts joined, each call's pieces joined under its
+    first appearance, the rest in order (the one fold of steps: the turn's last feed and its
+    close, an adapter's queued steps)."""
+    steps = [s for s in steps if s is not EMPTY]
+    if not steps:
+        return EMPTY
+    if len(steps) == 1:
+        return steps[0]
+    collector = Collector()
+    events: list[Event] = []
+    for step in steps:
+        if step.reasoning:
+            collector.reasoning(step.reasoning)
+        if step.content:
+            collector.content(step.content)
+        for call in step.calls:
+            if call.id is not None:
+                collector.call_begin(call.index, call.id, call.name or "")
+            if call.arguments:
+                collector.arguments(call.index, call.arguments)
+        for end in step.ended:
+            collector.call_end(end)
+        for recovery in step.recoveries:
+            collector.recoveries.append(recovery)
+            collector.touched |= _OTHER
+        for excerpt in step.leaks:
+            collector.leak(excerpt)
+        if step.finish is not None:
+            collector.finish = step.finish
+            collector.touched |= _OTHER
+        events += step.events
+    collector.touched |= _OTHER
+    return collector.step()._replace(events=events if events else ())

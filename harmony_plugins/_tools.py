@@ -59,9 +59,13 @@ def declared_tools(tools: Iterable[Any] | None) -> list[Any]:
     """The request's tools as the parser takes them: function tools (with their
     ``parameters``, chat or Responses shape, dicts or pydantic objects), the recipient names
     of Responses built-in tools, and each Responses namespace's functions under their flat
-    names. Tools of other kinds (MCP, file search) declare nothing callable."""
+    names. Tools of other kinds (MCP, file search) declare nothing callable. TypeError for a
+    ``tools`` that is a string or a single dict (see :func:`tool_names`)."""
+    if tools is None:
+        return []
+    _check(tools)
     out: list[Any] = []
-    for tool in tools or ():
+    for tool in tools:
         if isinstance(tool, str):
             out.append(tool)
             continue

@@ -21,11 +21,23 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._events import Event, ReasoningText
-from ._parser import StreamParser
-from ._steps import EMPTY, Step, join, step_of
-from ._tools import declared_tools
+from ._events import ReasoningText
+from ._frontends import IdsInput, TextInput, checked_ids
+from ._machine import Machine
+from ._steps import EMPTY, Collector, Step, fold
+from ._tools import builtin_names, declared_tools, tool_names, tool_schemas
 from .vocab import Vocab
+
+FINISHES = ("stop", "length", "unknown")
+"""Why an engine stopped: on its own (a stop token, or the output's end), at its token limit
+(``max_tokens``), or it did not say (vLLM tells its parser neither, and reports its own
+``finish_reason``). Only ``EndOfTurn.finish_reason`` depends on it."""
+
+
+def check_finish(finish: str) -> None:
+    """ValueError unless ``finish`` is one of :data:`FINISHES`."""
+    if finish not in FINISHES:
+        raise ValueError(f"finish must be one of {FINISHES}, not {finish!r}")
 
 
 class Request:
@@ -105,21 +117,36 @@ class Turn:
     never both; ``finish`` on the last feed (or :meth:`close`) ends the turn, which reports it
     once. ``encoding`` is the :class:`Vocab` of the ids; ``id_factory`` makes call ids;
     ``observer`` receives the :class:`Summary` (it must not raise: an exception from it
-    reaches the caller of the feed that closed the turn).
+    reaches the caller of the feed that closed the turn). ``events=True``: each step also
+    carries its events in order (``Step.events``; the Responses API wants the message
+    boundaries); without it no event object is built, only the step's joined parts.
+
+    The turn owns its front end (ids or text), its state machine and the collector the
+    machine hands its output to; a feed is one call into the front end, and the step is
+    what the collector gathered. Bad input raises at the boundary, before any state changes
+    (see :class:`~harmony_plugins._parser.StreamParser`); feeding a closed turn, or both ids
+    and text, raises RuntimeError.
     """
 
-    __slots__ = ("request", "_encoding", "_id_factory", "_parser", "_observer",
-                 "_leaks", "_fed", "_finish", "summary")
+    __slots__ = ("request", "_encoding", "_id_factory", "_observer", "_events", "_machine",
+                 "_out", "_front", "_ids", "_text", "_fed", "_finish", "summary")
 
     def __init__(self, request: Request, encoding: Vocab | None = None, *,
                  id_factory: Callable[[], str] | None = None,
-                 observer: Observer | None = None) -> None:
+                 observer: Observer | None = None, events: bool = False) -> None:
+        if id_factory is not None and not callable(id_factory):
+            raise TypeError("id_factory must be a callable returning a call id")
         self.request = request
         self._encoding = encoding
         self._id_factory = id_factory
         self._observer = observer
-        self._parser: StreamParser | None = None
-        self._leaks: list[str] = []
+        self._events = events
+        self._machine: Machine | None = None
+        self._out = Collector(events)  # where the machine puts what each feed produces
+        self._front: IdsInput | TextInput | None = None
+        # The front end of an open turn whose tools are known, by kind: the feeds' fast path.
+        self._ids: IdsInput | None = None
+        self._text: TextInput | None = None
         # While the tools are unknown: every feed so far, to parse again once they are.
         self._fed: list[Any] | None = None if request.tools_known else []
         self._finish: str | None = None  # set by close()
@@ -127,16 +154,19 @@ class Turn:
         """Set when the turn has been reported (at close; see :meth:`declare`)."""
 
     @property
-    def parser(self) -> StreamParser:
-        """The turn's parser (started on first use)."""
-        parser = self._parser
-        if parser is None:
-            request = self.request
-            parser = self._parser = StreamParser(
-                request.declared, self._encoding, id_factory=self._id_factory,
-                pass_undeclared=request.pass_undeclared, tools_unknown=not request.tools_known,
-                any_recipient=request.any_recipient)
-        return parser
+    def machine(self) -> Machine:
+        """The turn's state machine (started on first use: reading the tools may raise
+        TypeError for a ``tools`` of no tool shape)."""
+        return self._machine or self._start()
+
+    def _start(self) -> Machine:
+        request = self.request
+        declared = request.declared
+        machine = self._machine = Machine(
+            tool_names(declared), self._id_factory, request.pass_undeclared,
+            tool_schemas(declared), not request.tools_known, request.any_recipient,
+            builtin_names(declared), self._out)
+        return machine
 
     @property
     def tools_unknown(self) -> bool:
@@ -148,10 +178,10 @@ class Turn:
         """While the tools are unknown: the messages so far whose recipient may name a
         function (each may be a call, which :meth:`declare` decides); a built-in recipient
         (``browser.search``) is not one."""
-        parser = self._parser
-        if self._fed is None or parser is None:
+        machine = self._machine
+        if self._fed is None or machine is None:
             return 0
-        return parser.maybe_calls
+        return machine.maybe_calls
 
     def declare(self, tools: Iterable[Any] | None) -> Step:
         """Give a turn built with ``tools_known=False`` the request's tools.
@@ -173,19 +203,17 @@ class Turn:
             raise RuntimeError("Turn.declare() on a turn whose tools are known or settled")
         self._fed = None
         self.request = self.request.with_tools(tools)
-        ids = self._parser is not None and self._parser.fed_ids
-        self._parser = None
-        parser = self.parser
-        events: list[Event] = []
-        for piece in fed:
-            events += parser.feed_ids(piece) if ids else parser.feed_text(piece)
-        if self._finish is not None:
-            events += parser.close(self._finish)
-        step = step_of([e for e in events if e.__class__ is not ReasoningText])
-        self._leaks = list(step.leaks)
-        if self._finish is not None:
-            self._summarise()
-        return step
+        kind = self._front.__class__ if self._front is not None else None
+        finish, self._finish = self._finish, None
+        self._machine = self._front = self._ids = self._text = None
+        self._out = Collector(self._events)
+        steps = [self.feed_ids(piece) if kind is IdsInput else self.feed_text(piece)
+                 for piece in fed]
+        if finish is not None:
+            steps.append(self.close(finish))
+        step = fold(steps)
+        events = [e for e in step.events if e.__class__ is not ReasoningText]
+        return step._replace(reasoning="", events=events if step.events else ())
 
     def settle(self) -> None:
         """The tools of a turn built with ``tools_known=False`` will never be given: close it
@@ -205,30 +233,77 @@ class Turn:
         return self._finish is not None
 
     @property
+    def fed_ids(self) -> bool:
+        """Whether this turn was fed token ids (not text)."""
+        return self._front.__class__ is IdsInput
+
+    @property
     def reasoning_tokens(self) -> int:
         """Token ids fed so far that were reasoning text."""
-        return self._parser.reasoning_tokens if self._parser is not None else 0
+        return self._out.reasoning_tokens
 
     def feed_ids(self, ids: Iterable[int], finish: str | None = None) -> Step:
         """One step's token ids; with ``finish`` (``"stop"``, ``"length"`` or ``"unknown"``:
-        :data:`~harmony_plugins._parser.FINISHES`) the last one."""
+        :data:`FINISHES`) the last one.
+
+        ``ids`` is a list of ints (the fast path; other iterables of integers are accepted).
+        A non-int id raises TypeError before any id of the delta is consumed. Ids outside
+        the vocabulary are skipped and counted (``unknown_token``).
+        """
+        front = self._ids
+        if front is not None and finish is None:  # every decode step but the last
+            return front.feed(ids) or self._out.step()
+        if finish is not None:
+            check_finish(finish)
+        front = self._front_for(IdsInput, "feed_ids")
         if self._fed is not None:
-            ids = list(ids)
+            ids = checked_ids(ids)
             self._fed.append(ids)
-        return self._step((self._parser or self.parser).feed_ids(ids), finish)
+        step = front.feed(ids)
+        return self._last(finish, step)
 
     def feed_text(self, text: str, finish: str | None = None) -> Step:
-        """One step's text (markers spelled literally); ``finish`` as in :meth:`feed_ids`."""
+        """One step's text (markers spelled literally); ``finish`` as in :meth:`feed_ids`.
+        TypeError if ``text`` is not a str."""
+        front = self._text
+        if front is not None and finish is None and text.__class__ is str:
+            return (text and front.feed(text)) or self._out.step()
+        if not isinstance(text, str):
+            raise TypeError(f"feed_text() takes a str, not {type(text).__name__}")
+        if finish is not None:
+            check_finish(finish)
+        front = self._front_for(TextInput, "feed_text")
         if self._fed is not None:
             self._fed.append(text)
-        return self._step((self._parser or self.parser).feed_text(text), finish)
+        step = front.feed(text) if text else None
+        return self._last(finish, step)
 
-    def _step(self, events: list[Event], finish: str | None) -> Step:
-        step = step_of(events)
-        if step.leaks:
-            self._leaks.extend(step.leaks)
+    def _front_for(self, kind: type[IdsInput] | type[TextInput], name: str) -> Any:
+        """The front end of ``kind`` (started on the first feed), or RuntimeError."""
+        if self._finish is not None:
+            raise RuntimeError(f"Turn.{name}() after close()")
+        front = self._front
+        if front is None:
+            machine = self.machine  # reads the tools: may raise before anything is fed
+            if kind is IdsInput:
+                vocab = self._encoding or Vocab.o200k_harmony()
+                front = self._front = IdsInput(machine, vocab.table)
+                if self._fed is None:  # the fast path (a turn that may parse again: not)
+                    self._ids = front
+            else:
+                front = self._front = TextInput(machine)
+                if self._fed is None:
+                    self._text = front
+        elif front.__class__ is not kind:
+            other = "feed_text" if kind is IdsInput else "feed_ids"
+            raise RuntimeError(f"Turn.{name}() on a turn already fed with {other}()")
+        return front
+
+    def _last(self, finish: str | None, step: Step | None) -> Step:
+        if step is None:
+            step = self._out.step()
         if finish is not None:
-            return join(step, self.close(finish))
+            return fold((step, self.close(finish)))
         return step
 
     def close(self, finish: str = "stop") -> Step:
@@ -236,18 +311,25 @@ class Turn:
         engine stopped, ``"unknown"`` when it does not say (the step's ``EndOfTurn`` then has
         no ``finish_reason``: the engine's own is the answer). Only once: a second close returns
         an empty step, so an adapter may close on every path that ends."""
+        check_finish(finish)
         if self._finish is not None:
             return EMPTY
         self._finish = finish
-        step = step_of(self.parser.close(finish))
-        self._leaks.extend(step.leaks)
+        machine = self.machine
+        front = self._front
+        if front is not None:
+            front.flush()
+        self._ids = self._text = None
+        machine.close(finish)
+        step = self._out.step()
         if self._fed is None:  # else reported once the tools are known (declare / settle)
             self._summarise()
         return step
 
     def _summarise(self) -> None:
-        parser = self.parser
-        summary = self.summary = Summary(parser.recoveries, parser.call_outcomes, self._leaks)
+        machine = self.machine
+        summary = self.summary = Summary(dict(machine.recoveries), dict(machine.outcomes),
+                                         list(machine.leaks))
         if self._observer is not None:
             self._observer(summary)
 
@@ -257,8 +339,6 @@ def count_reasoning_tokens(ids: Iterable[int], request: Request,
     """How many of a whole output's token ids are reasoning, parsed by ``request``'s rules (its
     tools decide one routing: a call on ``analysis`` is not reasoning). For an engine that asks
     about ids its parser never saw; nothing is reported."""
-    parser = StreamParser(request.declared, encoding, pass_undeclared=request.pass_undeclared,
-                          tools_unknown=not request.tools_known,
-                          any_recipient=request.any_recipient)
-    parser.feed_ids(ids)
-    return parser.reasoning_tokens
+    turn = Turn(request, encoding)
+    turn.feed_ids(ids)
+    return turn.reasoning_tokens

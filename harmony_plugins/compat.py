@@ -250,7 +250,7 @@ class StreamableParser:
         if turn is not None and not turn.closed:
             self._absorb(turn.close())
         turn = self._turn = Turn(self._request, self._vocab, id_factory=self._id_factory,
-                                 observer=self._observer)
+                                 observer=self._observer, events=True)
         return turn
 
     def _feed(self, ids: list[int]) -> None:

@@ -27,6 +27,7 @@ from harmony_plugins._header import (
     resolve_recipient,
 )
 from harmony_plugins._machine import BODY, CALL, CONTENT, DONE, DROP, HEADER, REASONING, Machine
+from harmony_plugins._steps import Collector
 from harmony_plugins._tools import tool_names
 
 TOOLS = frozenset({"get_weather", "shell"})
@@ -51,10 +52,14 @@ MARKERS = {name: getattr(mk, name.upper()) for name in NAMES}
 
 
 def machine_in(prefix: str) -> tuple[Machine, list]:
-    machine = Machine(TOOLS, id_factory=lambda: "call_x")
-    out: list = []
-    TextInput().feed(prefix, machine, out)
-    return machine, out
+    machine = Machine(TOOLS, id_factory=lambda: "call_x", out=Collector(events=True))
+    TextInput(machine).feed(prefix)
+    return machine, taken(machine)
+
+
+def taken(machine: Machine) -> list:
+    """The events the machine handed over since the last look."""
+    return list(machine.out.step().events)
 
 
 @pytest.mark.parametrize("state", STATES)
@@ -177,8 +182,8 @@ def _key(event) -> tuple:
 @pytest.mark.parametrize(("state", "marker"), list(TRANSITIONS))
 def test_transition(state, marker):
     machine, _ = machine_in(STATES[state][0])
-    out: list = []
-    machine.marker(MARKERS[marker], out)
+    machine.marker(MARKERS[marker])
+    out = taken(machine)
     expected_state, expected_events = TRANSITIONS[(state, marker)]
     assert machine.state == expected_state
     assert [_key(e) for e in out] == expected_events
@@ -192,8 +197,8 @@ def test_every_state_and_marker_is_in_the_table():
 def test_call_marker_sets_after_call_and_drops_later_prose():
     machine, _ = machine_in("<|channel|>commentary to=functions.shell<|message|>ls<|call|>")
     assert machine.after_call and machine.stop_reason == "call"
-    out: list = []
-    TextInput().feed("<|channel|>final<|message|>Done<|end|>", machine, out)
+    TextInput(machine).feed("<|channel|>final<|message|>Done<|end|>")
+    out = taken(machine)
     assert out == [Recovery(rules.AFTER_CALL, "Done")]
 
 
@@ -205,13 +210,13 @@ def test_text_in_each_state_goes_to_its_place():
     }
     for state, event in expectations.items():
         machine, _ = machine_in(STATES[state][0])
-        out: list = []
-        machine.text("B", out)
+        machine.text("B")
+        out = taken(machine)
         assert out == [event]
     for state in ("initial header", "role header", "dropped body", "done"):
         machine, _ = machine_in(STATES[state][0])
-        out = []
-        machine.text("B", out)
+        machine.text("B")
+        out = taken(machine)
         assert out == []
 
 
@@ -229,12 +234,12 @@ def test_close_in_each_state():
     }
     for state, expected in cases.items():
         machine, _ = machine_in(STATES[state][0])
-        out: list = []
-        machine.close("stop", out)
+        machine.close("stop")
+        out = taken(machine)
         assert out == expected, state
     machine, _ = machine_in(STATES["call body"][0])
-    out = []
-    machine.close("length", out)
+    machine.close("length")
+    out = taken(machine)
     assert out[-1] == EndOfTurn("end_of_stream", "length")
 
 
@@ -390,15 +395,15 @@ def test_reasoning_tokens_are_counted_per_run_whatever_the_cuts():
 
 def test_free_text_header_words_only_are_junk():
     machine, _ = machine_in("<|channel|>final<|message|>A<|end|> assistant to=functions.x ")
-    out: list = []
-    machine.marker(mk.START, out)
+    machine.marker(mk.START)
+    out = taken(machine)
     assert out == [Recovery(rules.HEADER_JUNK, " assistant to=functions.x ")]
 
 
 def test_free_text_at_close_is_content():
     machine, _ = machine_in("<|channel|>final<|message|>A<|end|>Bye now")
-    out: list = []
-    machine.close("stop", out)
+    machine.close("stop")
+    out = taken(machine)
     assert out[:4] == [Recovery(rules.FREE_TEXT), MessageBegin("content", "final"),
                        ContentText("Bye now"), MessageEnd("end_of_stream")]
 

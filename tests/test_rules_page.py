@@ -283,7 +283,7 @@ def setup_of(options: str, tools: list[dict[str, Any]]) -> tuple[Setup | None, l
 def run_example(setup: Setup, data: Any, per_unit: bool) -> tuple[list[Any], Any, dict]:
     """Parse one example as an engine would: (events, Summary, the message shown)."""
     turn = Turn(Request(setup.tools, pass_undeclared=setup.pass_undeclared,
-                        tools_known=setup.tools is not None))
+                        tools_known=setup.tools is not None), events=True)
     units = ([[i] for i in data] if setup.ids else list(data)) if per_unit else [data]
     result = ChatResult()
     events: list[Any] = []

@@ -134,7 +134,7 @@ def test_an_observer_that_fails_reaches_the_caller():
 
 def test_building_parses_nothing():
     turn = Turn(Request([WEATHER]))
-    assert turn._parser is None and turn.request._declared is None
+    assert turn._machine is None and turn.request._declared is None
 
 
 def test_empty_feed_is_the_shared_empty_step():

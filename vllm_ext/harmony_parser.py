@@ -75,13 +75,14 @@ class HarmonyExtParser(HarmonyParser):
 
     # -- the turn ----------------------------------------------------------------------
 
-    def _start(self, request: Any = None) -> Turn:
-        """Start this turn from the request's tools, ``tool_choice`` and the server switch."""
+    def _start(self, request: Any = None, events: bool = False) -> Turn:
+        """Start this turn from the request's tools, ``tool_choice`` and the server switch;
+        ``events``: the Responses API's turn, whose steps carry their events."""
         tools = self._tools if self._tools is not None else getattr(request, "tools", None)
         rules = self._request = Request(tools, getattr(request, "tool_choice", None),
                                         pass_undeclared(os.environ))
         turn = self._turn = Turn(rules, self._vocab, id_factory=make_tool_call_id,
-                                 observer=_observe)
+                                 observer=_observe, events=events)
         return turn
 
     def _feed(self, token_ids: Sequence[int], request: Any, finished: bool) -> Step:
@@ -145,7 +146,7 @@ class HarmonyExtParser(HarmonyParser):
     def process_chunk(self, token_ids: Sequence[int]) -> ChunkResult:
         if not token_ids:
             return ChunkResult(segments=[], reasoning_token_count=0)
-        turn = self._turn or self._start()
+        turn = self._turn or self._start(events=True)
         before = turn.reasoning_tokens
         step = turn.feed_ids(token_ids)
         self._fed += len(token_ids)
