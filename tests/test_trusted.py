@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harmony_plugins.adapter_support import trusted
 
@@ -40,7 +40,7 @@ class Loud(BaseModel):
 ])
 def test_builder_makes_what_validation_makes(cls, given):
     calls.clear()
-    fast = trusted.Builder(cls)(given)
+    fast = trusted.template(cls, *given)(*given.values())
     assert calls == []  # the validator did not run
     slow = cls(**given)
     assert trusted.same([(fast, slow)])
@@ -49,14 +49,14 @@ def test_builder_makes_what_validation_makes(cls, given):
 
 
 def test_default_factories_are_fresh_per_instance():
-    build = trusted.Builder(Loud)
-    a, b = build({}), build({})
+    build = trusted.template(Loud)
+    a, b = build(), build()
     a.items.append(Item())
     assert b.items == []
 
 
 def test_same_tells_differences():
-    good = trusted.Builder(Item)({"arguments": "a"})
+    good = trusted.template(Item, "arguments")("a")
     assert not trusted.same([(good, Item(arguments="b"))])  # another value
     assert not trusted.same([(good, Item(name=None, arguments="a"))])  # other fields set
     assert not trusted.same([(Loud(content="a"), Item(arguments="a"))])  # another type
@@ -66,16 +66,31 @@ def test_same_tells_differences():
 def test_same_says_no_where_the_layout_is_unknown(monkeypatch):
     monkeypatch.setattr(trusted, "SLOTS", None)
     assert not trusted.same([(Item(), Item())])
+    assert not trusted.builders({"named": (Item, ("name",), ("f",))}).trusted
 
 
-def test_agrees_builds_the_samples_and_says_no_on_any_error():
-    assert trusted.agrees(lambda: [(trusted.Builder(Item)({"name": "f"}), Item(name="f"))])
-    assert not trusted.agrees(lambda: [(trusted.Builder(Item)({"name": "f"}), Item(name="g"))])
+class Upper(BaseModel):
+    """Validation changes the value: a template would not make what validation makes."""
 
-    def broken() -> list:
-        raise TypeError("a field this pydantic does not know")
+    name: str | None = None
 
-    assert not trusted.agrees(broken)
+    @field_validator("name")
+    @classmethod
+    def _upper(cls, value):
+        return value.upper() if value else value
+
+
+def test_builders_check_the_samples_and_say_no_on_any_error():
+    made = trusted.builders({"named": (Item, ("name",), ("f",))})
+    assert made.trusted
+    assert trusted.same([(made.named("g"), Item(name="g"))])
+    assert not trusted.builders({"named": (Upper, ("name",), ("f",))}).trusted
+    # a field this pydantic does not know
+    broken = trusted.builders({"named": (Item, ("title",), ("f",))})
+    assert not broken.trusted
+    assert broken.named("f") == Item(title="f")  # what the model's own constructor makes
+    validated = trusted.builders({"named": (Item, ("name",), ("f",))}, validate=True)
+    assert not validated.trusted and validated.named("f") == Item(name="f")
 
 
 class Mutable(BaseModel):
@@ -84,8 +99,8 @@ class Mutable(BaseModel):
 
 
 def test_mutable_defaults_are_not_shared_between_instances():
-    build = trusted.Builder(Mutable)
-    a, b = build({}), build({})
+    build = trusted.template(Mutable)
+    a, b = build(), build()
     a.calls.append(1)
     a.meta["k"] = 1
     assert b.calls == [] and b.meta == {} and Mutable().calls == []
@@ -96,7 +111,6 @@ class Needs(BaseModel):
 
 
 def test_a_build_without_a_required_field_is_refused():
-    build = trusted.Builder(Needs)
     with pytest.raises(TypeError, match="Needs needs name"):
-        build({})
-    assert trusted.same([(build({"name": "x"}), Needs(name="x"))])
+        trusted.template(Needs)
+    assert trusted.same([(trusted.template(Needs, "name")("x"), Needs(name="x"))])

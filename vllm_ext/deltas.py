@@ -3,16 +3,17 @@
 vLLM's ``DeltaMessage`` and ``DeltaToolCall`` derive from ``OpenAIBaseModel``, whose
 wrap-mode model validator (a Python function that logs unknown *request* fields) runs on
 every construction: about 1.7 us per ``DeltaMessage``, more than our whole parse of a token,
-and one is built per decode step per request. So they are built unvalidated
-(:mod:`harmony_plugins.adapter_support.trusted`), after a check at import that doing so makes
-exactly what the validated constructors make; where it does not (another pydantic or vLLM), the
-validated constructors are used and a debug line says so.
+and one is built per decode step per request. So they are built unvalidated, one template per
+shape (:mod:`harmony_plugins.adapter_support.trusted`), after a check at import that each
+makes exactly what the validated constructor makes; where one does not (another pydantic or
+vLLM), the validated constructors are used and a debug line says so. A decode step is one
+shape (reasoning, content, or one piece of one call's arguments), built with no dict of
+arguments and no merge.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from vllm.entrypoints.generate.base.protocol import (
@@ -21,67 +22,59 @@ from vllm.entrypoints.generate.base.protocol import (
     DeltaToolCall,
 )
 
-from harmony_plugins import Step
+from harmony_plugins import CallDelta, Step
 from harmony_plugins.adapter_support import trusted
 
 logger = logging.getLogger("vllm.harmony_ext")
 
-_BUILDERS = {cls: trusted.Builder(cls) for cls in (DeltaMessage, DeltaToolCall, DeltaFunctionCall)}
+_FUNCTION = DeltaFunctionCall(name="f", arguments="{}")
+_ITEMS = [DeltaToolCall(index=0, id="call_1", type="function", function=_FUNCTION)]
+SHAPES: dict[str, trusted.Shape] = {
+    # name: (model, the fields given, a sample of their values)
+    "reasoning": (DeltaMessage, ("reasoning",), ("r",)),
+    "content": (DeltaMessage, ("content",), ("c",)),
+    "reasoning_content": (DeltaMessage, ("reasoning", "content"), ("r", "c")),
+    "calls": (DeltaMessage, ("tool_calls",), (_ITEMS,)),
+    "content_calls": (DeltaMessage, ("content", "tool_calls"), ("c", _ITEMS)),
+    "reasoning_calls": (DeltaMessage, ("reasoning", "tool_calls"), ("r", _ITEMS)),
+    "all": (DeltaMessage, ("reasoning", "content", "tool_calls"), ("r", "c", _ITEMS)),
+    "piece": (DeltaToolCall, ("index", "function"), (3, _FUNCTION)),
+    "arguments": (DeltaFunctionCall, ("arguments",), ("x",)),
+    "begin": (DeltaToolCall, ("index", "id", "type", "function"), (2, "call_1", "function",
+                                                                   _FUNCTION)),
+    "named": (DeltaFunctionCall, ("name", "arguments"), ("f", "")),
+}
+"""Every shape of delta built here."""
 
-
-def _trusted(cls: Any, given: dict[str, Any]) -> Any:
-    return _BUILDERS[cls](given)
-
-
-def _pairs() -> list[tuple[Any, Any]]:
-    """Samples of every shape built here, each with its validated twin."""
-    function = {"arguments": '{"a": 1}'}
-    item = DeltaToolCall(index=2, id="call_1", type="function",
-                         function=DeltaFunctionCall(name="f", arguments=""))
-    piece = DeltaToolCall(index=3, function=DeltaFunctionCall(arguments="x"))
-    return [
-        (_trusted(DeltaMessage, {"content": "a"}), DeltaMessage(content="a")),
-        (_trusted(DeltaMessage, {"reasoning": "r"}), DeltaMessage(reasoning="r")),
-        (_trusted(DeltaMessage, {"reasoning": "r", "content": "c"}),
-         DeltaMessage(reasoning="r", content="c")),
-        (_trusted(DeltaFunctionCall, function), DeltaFunctionCall(**function)),
-        (_trusted(DeltaToolCall, {"index": 3, "function": _trusted(
-            DeltaFunctionCall, {"arguments": "x"})}), piece),
-        (_trusted(DeltaToolCall, dict(item)), item),
-        (_trusted(DeltaMessage, {"tool_calls": [item]}), DeltaMessage(tool_calls=[item])),
-    ]
-
-
-TRUSTED = trusted.agrees(_pairs)
+BUILD = trusted.builders(SHAPES)
+"""One builder per shape (``BUILD.reasoning(text)``, ...)."""
+TRUSTED = BUILD.trusted
 """Whether deltas are built without validation (False: this pydantic/vLLM differs)."""
 if not TRUSTED:
     logger.debug("harmony-ext: building vLLM deltas with validation (layout check failed)")
 
 
-def _builder(cls: Any) -> Callable[[dict[str, Any]], Any]:
-    return _BUILDERS[cls].build if TRUSTED else lambda given: cls(**given)
-
-
-_message = _builder(DeltaMessage)
-_tool_call = _builder(DeltaToolCall)
-_function = _builder(DeltaFunctionCall)
-
-
 def delta_message(step: Step, include_reasoning: bool) -> DeltaMessage | None:
     """The ``DeltaMessage`` of a step (None when it shows nothing); ``include_reasoning``
     is the request's."""
-    reasoning, content, calls = step.reasoning, step.content, step.calls
-    given: dict[str, Any] = {}
-    if reasoning and include_reasoning:
-        given["reasoning"] = reasoning
-    if content:
-        given["content"] = content
-    if calls:
-        given["tool_calls"] = [
-            _tool_call({"index": call.index, "function": _function({"arguments": call.arguments})})
-            if call.id is None else
-            _tool_call({"index": call.index, "id": call.id, "type": "function",
-                        "function": _function({"name": call.name, "arguments": call.arguments})})
-            for call in calls
-        ]
-    return _message(given) if given else None
+    reasoning, content, calls = step[0], step[1], step[2]
+    if not include_reasoning:
+        reasoning = ""
+    build = BUILD
+    if not calls:  # every decode step but a call's
+        if reasoning:
+            return build.reasoning_content(reasoning, content) if content else (
+                build.reasoning(reasoning))
+        return build.content(content) if content else None
+    items = [_tool_call(call) for call in calls]
+    if reasoning:
+        return build.all(reasoning, content, items) if content else (
+            build.reasoning_calls(reasoning, items))
+    return build.content_calls(content, items) if content else build.calls(items)
+
+
+def _tool_call(call: CallDelta) -> Any:
+    build = BUILD
+    if call.id is None:  # a piece of the arguments of a call already begun
+        return build.piece(call.index, build.arguments(call.arguments))
+    return build.begin(call.index, call.id, "function", build.named(call.name, call.arguments))

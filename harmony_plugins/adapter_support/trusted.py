@@ -5,13 +5,15 @@ Both engines hand their per-step results to the server as pydantic models (vLLM'
 one runs validation that costs more than our whole parse of a token: a Python wrap
 validator in vLLM, a deep copy of a ``[]`` default in SGLang. The adapters fill these models
 with strings and ints the parser produced, so validation has nothing to check. A
-:class:`Builder` makes the instance pydantic would make (field values, the set of fields
-given, extras) without running it.
+:func:`template` makes the instance pydantic would make (field values, the set of fields
+given, extras) without running it, for one *shape*: a model with a fixed set of fields given.
+An adapter names its shapes once, with a sample of each, and :func:`builders` gives it one
+function per shape: a template where every sample agrees with what validation makes, the
+validated constructor otherwise.
 
-That relies on pydantic v2's instance layout (four slots on ``BaseModel``). Adapters must
-call :func:`agrees` on a few samples at import and use the validated constructor if it says
-no; :data:`SLOTS` is None where pydantic is missing or laid out otherwise. This module does
-not import pydantic unless asked to, so the core stays free of it.
+That relies on pydantic v2's instance layout (four slots on ``BaseModel``); :data:`SLOTS` is
+None where pydantic is missing or laid out otherwise. This module does not import pydantic
+unless asked to, so the core stays free of it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import copy
 import functools
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 _new = object.__new__
@@ -59,108 +62,97 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+_LITERAL_DEFAULTS = {list: "[]", dict: "{}"}
+"""Empty mutable defaults, written as literals: a fresh object per instance, as pydantic's
+copy of the default gives, without the copy."""
 _IMMUTABLE = (type(None), str, int, float, bool, bytes, tuple, frozenset)
 
 
-class Builder:
-    """``Builder(Model)(fields)``: a ``Model`` with exactly ``fields`` given, unvalidated.
+def template(cls: Any, *names: str) -> Callable[..., Any]:
+    """A function of the values of ``names`` (in that order, positionally) that builds a
+    ``cls`` with exactly those fields given, unvalidated.
 
-    Defaults are what pydantic gives: immutable ones shared, mutable ones (a ``[]`` default)
-    copied per instance, factories called per instance. A build that does not give every
-    required field is refused (TypeError), never filled with pydantic's ``PydanticUndefined``.
-    :attr:`build` is the same as calling the builder, as one plain function (adapters call it
-    once per decode step, where a method call's cost shows).
+    The other fields get what pydantic gives them: immutable defaults shared, mutable ones
+    fresh per instance, factories called per instance. A shape that leaves out a required
+    field is refused (TypeError), never filled with pydantic's ``PydanticUndefined``.
+
+    The function is generated (as :mod:`dataclasses` generates ``__init__``): one dict
+    display and four slot stores per instance, the least a pydantic instance can be built with.
     """
-
-    __slots__ = ("cls", "defaults", "factories", "extra", "required", "build")
-
-    def __init__(self, cls: Any) -> None:
-        _load()
-        self.cls = cls
-        self.defaults: dict[str, Any] = {}
-        factories: list[tuple[str, Callable[[], Any]]] = []
-        required = []
-        for name, field in cls.model_fields.items():
-            if field.is_required():
-                required.append(name)
-                self.defaults[name] = None  # always given (checked per build)
-            elif field.default_factory is not None:
-                factories.append((name, field.default_factory))
-                self.defaults[name] = None  # placeholder, keeps the field order
-            elif isinstance(field.default, _IMMUTABLE):
-                self.defaults[name] = field.default
-            else:
-                factories.append((name, functools.partial(copy.deepcopy, field.default)))
-                self.defaults[name] = None
-        self.factories: tuple[tuple[str, Callable[[], Any]], ...] = tuple(factories)
-        self.extra = cls.model_config.get("extra") == "allow"  # then extras are {} not None
-        self.required = frozenset(required)
-        self.build: Callable[[dict[str, Any]], Any] = self._compile()
-
-    def __call__(self, given: dict[str, Any]) -> Any:
-        return self.build(given)
-
-    def _compile(self) -> Callable[[dict[str, Any]], Any]:
-        cls, defaults, factories = self.cls, self.defaults, self.factories
-        required = tuple(sorted(self.required))
-        extra = self.extra
-
-        def build(given: dict[str, Any]) -> Any:
-            for name in required:
-                if name not in given:
-                    raise TypeError(f"{cls.__name__} needs {name}")
-            values = defaults | given
-            for name, factory in factories:
-                if name not in given:
-                    values[name] = factory()
-            obj = _new(cls)
-            _set_dict(obj, values)
-            _set_fields(obj, set(given))
-            _set_extra(obj, {} if extra else None)
-            _set_private(obj, None)
-            return obj
-
-        if required or len(factories) > 1:
-            return build
-        if not factories:  # plain defaults only: nothing to check or call per build
-
-            def build_plain(given: dict[str, Any]) -> Any:
-                obj = _new(cls)
-                _set_dict(obj, defaults | given)
-                _set_fields(obj, set(given))
-                _set_extra(obj, {} if extra else None)
-                _set_private(obj, None)
-                return obj
-
-            return build_plain
-        ((only, factory),) = factories  # the usual shape (a list default): unrolled
-
-        def build_one_factory(given: dict[str, Any]) -> Any:
-            values = defaults | given
-            if only not in given:
-                values[only] = factory()
-            obj = _new(cls)
-            _set_dict(obj, values)
-            _set_fields(obj, set(given))
-            _set_extra(obj, {} if extra else None)
-            _set_private(obj, None)
-            return obj
-
-        return build_one_factory
+    _load()
+    fields = cls.model_fields
+    for name in names:
+        if name not in fields:
+            raise TypeError(f"{cls.__name__} has no field {name!r}")
+    scope: dict[str, Any] = {"_new": _new, "_cls": cls, "_set_dict": _set_dict,
+                             "_set_fields": _set_fields, "_set_extra": _set_extra,
+                             "_set_private": _set_private}
+    params = [f"_v{i}" for i in range(len(names))]
+    given = dict(zip(names, params, strict=True))
+    values = []
+    for k, (name, field) in enumerate(fields.items()):
+        if name in given:
+            value = given[name]
+        elif field.is_required():
+            raise TypeError(f"{cls.__name__} needs {name}")
+        elif field.default_factory is not None:
+            if getattr(field, "default_factory_takes_data", False):
+                raise TypeError(f"{cls.__name__}.{name}: a factory of the validated data")
+            scope[f"_f{k}"] = field.default_factory
+            value = f"_f{k}()"
+        elif isinstance(field.default, _IMMUTABLE):
+            scope[f"_d{k}"] = field.default
+            value = f"_d{k}"
+        elif type(field.default) in _LITERAL_DEFAULTS and not field.default:
+            value = _LITERAL_DEFAULTS[type(field.default)]
+        else:
+            scope[f"_f{k}"] = functools.partial(copy.deepcopy, field.default)
+            value = f"_f{k}()"
+        values.append(f"{name!r}: {value}")
+    fields_set = "{" + ", ".join(map(repr, names)) + "}" if names else "set()"
+    extra = "{}" if cls.model_config.get("extra") == "allow" else "None"
+    source = (
+        f"def build({', '.join(params)}):\n"
+        "    obj = _new(_cls)\n"
+        f"    _set_dict(obj, {{{', '.join(values)}}})\n"
+        f"    _set_fields(obj, {fields_set})\n"
+        f"    _set_extra(obj, {extra})\n"
+        "    _set_private(obj, None)\n"
+        "    return obj\n")
+    exec(source, scope)  # the source is built above from field reprs and fixed text only
+    build = scope["build"]
+    build.__qualname__ = build.__name__ = f"{cls.__name__}_{'_'.join(names) or 'defaults'}"
+    return build
 
 
-def agrees(pairs: Callable[[], list[tuple[Any, Any]]]) -> bool:
-    """Build (built here, validated) sample pairs and compare them with :func:`same`.
+def validated(cls: Any, *names: str) -> Callable[..., Any]:
+    """The validated twin of :func:`template` (the model's own constructor, same arguments)."""
 
-    False where the layout is unknown or building a sample fails: use validation then.
-    """
-    if _load() is None:
-        return False
-    try:
-        built = pairs()
-    except Exception:  # a layout we do not know: validate
-        return False
-    return same(built)
+    def build(*values: Any) -> Any:
+        return cls(**dict(zip(names, values, strict=True)))
+
+    return build
+
+
+Shape = tuple[Any, tuple[str, ...], tuple[Any, ...]]
+"""``(model, field names, sample values)``: one kind of instance an adapter builds."""
+
+
+def builders(shapes: dict[str, Shape], validate: bool = False) -> SimpleNamespace:
+    """One function per named shape, as attributes, and ``trusted``: unvalidated templates when
+    each shape's template makes, on its sample, what validation makes (:func:`same`); the
+    validated constructors otherwise, or when ``validate`` is asked (tests compare the two)."""
+    if not validate and _load() is not None:
+        try:
+            made = {name: template(cls, *names) for name, (cls, names, _) in shapes.items()}
+            pairs = [(made[name](*sample), cls(**dict(zip(names, sample, strict=True))))
+                     for name, (cls, names, sample) in shapes.items()]
+        except Exception:  # a layout or a field we do not know: validate
+            pairs = []
+        if pairs and same(pairs):
+            return SimpleNamespace(trusted=True, **made)
+    return SimpleNamespace(trusted=False, **{
+        name: validated(cls, *names) for name, (cls, names, _) in shapes.items()})
 
 
 def same(pairs: list[tuple[Any, Any]]) -> bool:

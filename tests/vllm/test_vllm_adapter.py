@@ -290,6 +290,7 @@ def test_deltas_are_built_unvalidated_here_and_equal_validated_ones(parser_cls, 
         DeltaToolCall,
     )
 
+    from harmony_plugins.adapter_support.trusted import builders
     from vllm_ext import deltas
 
     # With the pinned vLLM/pydantic the layout check passes, so the trusted path is the one
@@ -319,9 +320,10 @@ def test_deltas_are_built_unvalidated_here_and_equal_validated_ones(parser_cls, 
             fields_seen |= {tuple(sorted(d[1])) for d in trusted[text, size] if d}
     assert {("content",), ("reasoning",), ("tool_calls",)} <= fields_seen
 
-    monkeypatch.setattr(deltas, "_message", lambda given: DeltaMessage(**given))
-    monkeypatch.setattr(deltas, "_tool_call", lambda given: DeltaToolCall(**given))
-    monkeypatch.setattr(deltas, "_function", lambda given: DeltaFunctionCall(**given))
+    monkeypatch.setattr(deltas, "BUILD", builders(deltas.SHAPES, validate=True))
+    assert deltas.BUILD.calls([]).__class__ is DeltaMessage
+    assert deltas.BUILD.piece(0, None).__class__ is DeltaToolCall
+    assert deltas.BUILD.named("f", "").__class__ is DeltaFunctionCall
     for (text, size), want in trusted.items():
         assert [shape(d) for d in stream(text, size)] == want, (text, size)
 
@@ -331,7 +333,7 @@ def test_deltas_fall_back_to_validation_when_the_layout_differs(monkeypatch):
     from vllm_ext import deltas
 
     monkeypatch.setattr(trusted, "SLOTS", None)  # as if pydantic's slots were not found
-    assert trusted.agrees(deltas._pairs) is False
+    assert trusted.builders(deltas.SHAPES).trusted is False
 
 
 SCHEMA_TOOLS = [{"type": "function", "function": {
