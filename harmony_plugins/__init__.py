@@ -26,7 +26,7 @@ from ._events import (
 )
 from ._openai import ChatResult
 from ._parser import StreamParser, parse_ids, parse_text
-from ._steps import CallDelta, Step
+from ._steps import CallDelta, Step, fold
 from ._switches import pass_undeclared, switch
 from ._tools import chat_request_tools
 from ._turn import Request, Summary, Turn, count_reasoning_tokens
@@ -75,6 +75,7 @@ __all__ = [
     "compat",
     "count_reasoning_tokens",
     "escaper_for",
+    "fold",
     "harmony",
     "item_messages",
     "parse_ids",

@@ -51,6 +51,7 @@ from harmony_plugins import (
     Step,
     Turn,
     chat_request_tools,
+    fold,
     harmony,
     pass_undeclared,
 )
@@ -58,8 +59,8 @@ from harmony_plugins.adapter_support import metrics
 from harmony_plugins.adapter_support.once import Once
 
 from . import link as links
+from . import results
 from .names import NAME, metrics_enabled, selected_parser, status
-from .results import streaming_result, tool_call_item
 
 THINK_START = harmony.REASONING_START
 THINK_END = harmony.REASONING_END
@@ -257,7 +258,7 @@ class HarmonyExtDetector(BaseFormatDetector):
         if link is not None:
             steps = link.take(new_text, tools)
             if not steps:  # a step of reasoning: nothing for this detector
-                return streaming_result("", [])
+                return results.BUILD.result("", [])
         else:
             steps = [self._own_turn(tools).feed_text(new_text)]
         return self._stream(steps)
@@ -281,43 +282,34 @@ class HarmonyExtDetector(BaseFormatDetector):
         return own
 
     def _stream(self, steps: list[Step]) -> StreamingParseResult:
-        if not steps:
-            return streaming_result("", [])
-        if len(steps) == 1:  # the usual decode step, directly
-            step = steps[0]
-            if not step.calls and not step.ended:
-                return streaming_result(step.content, [])
-            calls = step.calls
-            if (len(calls) == 1 and calls[0].id is None and not step.ended
-                    and not step.content):
-                return streaming_result("", [tool_call_item(calls[0].index, calls[0].arguments)])
-        content: list[str] = []
+        build = results.BUILD
+        step = steps[0] if len(steps) == 1 else fold(steps)
+        content, calls, ended = step[1], step[2], step[3]
+        if not calls and not ended:  # the usual decode step: text, or nothing
+            return build.result(content, [])
+        if len(calls) == 1 and not ended and not content and calls[0].id is None:
+            call = calls[0]  # one piece of one call's arguments
+            return build.result("", [build.piece(call.index, call.arguments)])
         items: list[ToolCallItem] = []
-        for step in steps:
-            if step.content:
-                content.append(step.content)
-            for call in step.calls:
-                index = call.index  # the turn's: 0, 1, 2... per response, as SGLang's
-                if call.id is not None:
-                    if index:  # SGLang reads only the last entry: let the earlier one go
-                        self.prev_tool_call_arr[-1]["arguments"] = ""
-                        self.streamed_args_for_tool[-1] = ""
-                    self.prev_tool_call_arr.append({"name": call.name, "arguments": ""})
-                    self.streamed_args_for_tool.append("")
-                    self.current_tool_id = index
-                    self.current_tool_name_sent = True
-                    items.append(tool_call_item(index, "", call.name))
-                if not call.arguments:
-                    continue
-                if items and items[-1].tool_index == index:
-                    items[-1].parameters += call.arguments
-                else:
-                    items.append(tool_call_item(index, call.arguments))
-            for end in step.ended:
+        for call in calls:
+            index = call.index  # the turn's: 0, 1, 2... per response, as SGLang's
+            if call.id is not None:
+                if index:  # SGLang reads only the last entry: let the earlier one go
+                    self.prev_tool_call_arr[-1]["arguments"] = ""
+                    self.streamed_args_for_tool[-1] = ""
+                self.prev_tool_call_arr.append({"name": call.name, "arguments": ""})
+                self.streamed_args_for_tool.append("")
+                self.current_tool_id = index
+                self.current_tool_name_sent = True
+                items.append(build.named(index, call.name, call.arguments))
+            elif call.arguments:
+                items.append(build.piece(index, call.arguments))
+        for end in ended:
+            if end.index == self.current_tool_id:  # an earlier call's entry was let go
                 # Once per call: appending to these strings per piece would be quadratic.
                 self.streamed_args_for_tool[end.index] = end.arguments
                 self.prev_tool_call_arr[end.index]["arguments"] = end.arguments
-        return streaming_result("".join(content), items)
+        return build.result(content, items)
 
     # -- whole output ------------------------------------------------------------------
 
@@ -339,17 +331,12 @@ class HarmonyExtDetector(BaseFormatDetector):
                 steps.append(link.turn.close())
         else:
             steps = [self._parse_whole(text, tools)]
-        content: list[str] = []
-        calls: dict[int, ToolCallItem] = {}
-        for step in steps:
-            if step.content:
-                content.append(step.content)
-            for call in step.calls:
-                if call.id is not None:
-                    calls[call.index] = tool_call_item(call.index, "", call.name)
-            for end in step.ended:
-                calls[end.index].parameters = end.arguments
-        return streaming_result("".join(content), list(calls.values()))
+        step = fold(steps)
+        whole = {end.index: end.arguments for end in step.ended}  # checked, "{}" if none
+        build = results.BUILD
+        return build.result(step.content, [
+            build.named(call.index, call.name, whole.get(call.index, call.arguments))
+            for call in step.calls if call.id is not None])
 
     def _parse_whole(self, text: str, tools: list[Any] | None) -> Step:
         """Parse raw output once; ``has_tool_call`` and ``detect_and_parse`` share the result.

@@ -525,7 +525,8 @@ def _stable(text: str) -> list[str]:
 
 
 def test_results_are_built_unvalidated_here_and_equal_validated_ones(pieces, monkeypatch) -> None:
-    from sglang_ext import detectors, results
+    from harmony_plugins.adapter_support.trusted import builders
+    from sglang_ext import results
 
     # With the pinned SGLang/pydantic the layout check passes, so the chains above all ran
     # the unvalidated builders.
@@ -548,8 +549,7 @@ def test_results_are_built_unvalidated_here_and_equal_validated_ones(pieces, mon
     cases = [c for c in CASES if c.tools]
     trusted_runs = [items(c) for c in cases]
     assert any(any(step[3] for step in run) for run in trusted_runs)  # calls were streamed
-    monkeypatch.setattr(detectors, "streaming_result", results._validated_result)
-    monkeypatch.setattr(detectors, "tool_call_item", results._validated_item)
+    monkeypatch.setattr(results, "BUILD", builders(results.SHAPES, validate=True))
     assert [items(c) for c in cases] == trusted_runs
 
 
