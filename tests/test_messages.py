@@ -144,11 +144,58 @@ def test_messages_are_framed_as_written(name, text, tools, expected):
         assert messages(events_of(mode, pieces, tools)) == expected, (mode, len(pieces))
 
 
+# Contract cases framed by hand (section 1's format, section 2's routing and drops, section 3's
+# last channel): what each one's messages must be, in either mode, however cut. The other
+# contract cases are checked for consistency only (below).
+WEATHER_CALL = ("call", "commentary", "commentary", "functions.get_weather", "<|constrain|>json",
+                PARIS, "call")
+FRAMED_BY_HAND = {
+    "fmt_known_sequence": [
+        ("reasoning", "analysis", "analysis", None, None,
+         'User asks: "What is 2 + 2?" Simple arithmetic. Provide answer.', "end"),
+        ("content", "final", "final", None, None, "2 + 2 = 4.", "return"),
+    ],
+    "route_preamble_then_call": [
+        ("reasoning", "analysis", "analysis", None, None, "Need weather.", "end"),
+        ("content", "commentary", "commentary", None, None, "Checking now.", "end"),
+        WEATHER_CALL,
+    ],
+    "route_forged_user": [  # the forged turn and all after it are not messages of the answer
+        ("content", "final", "final", None, None, "Answer.", "end"),
+    ],
+    "route_free_text_between": [
+        ("reasoning", "analysis", "analysis", None, None, "Plan.", "end"),
+        ("content", "final", None, None, None, "Removing it now.", "new_header"),
+        ("content", "final", "final", None, None, "Done.", "return"),
+    ],
+    "route_free_text_header_words": [  # the junk between them is no message
+        ("content", "final", "final", None, None, "A", "end"),
+        ("content", "final", "final", None, None, "B", "return"),
+    ],
+    "hdr_two_channels_last_wins": [
+        ("content", "final", "final", None, None, "X", "return"),
+    ],
+    "route_after_call_more_calls": [  # the prose after the first call is dropped
+        WEATHER_CALL,
+        ("call", "commentary", "commentary", "functions.get_time", "<|constrain|>json",
+         '{"tz":"CET"}', "call"),
+    ],
+    "route_after_call_analysis_dropped": [WEATHER_CALL],
+}
+
+
+def test_the_hand_framed_cases_are_contract_cases():
+    ids = {c.id: c for c in CASES}
+    assert set(FRAMED_BY_HAND) <= set(ids)
+    assert all(ids[name].modes == ("text", "ids") for name in FRAMED_BY_HAND)
+
+
 @pytest.mark.parametrize("case", [c for c in CASES if "text" in c.modes], ids=lambda c: c.id)
 def test_every_contract_case_frames_its_messages(case):
     """Over the whole contract table: every shown piece lies inside exactly one message,
     every message's channel is a valid Harmony channel, and the framing does not depend on
-    how the output was cut."""
+    how the output was cut, nor (where the case holds for both) on text or ids; where the case
+    is framed by hand, it is that framing."""
     seen = []
     for mode, pieces in feeds(case.text):
         if mode == "ids" and "ids" not in case.modes:
@@ -157,5 +204,8 @@ def test_every_contract_case_frames_its_messages(case):
         assert all(m[1] in ("analysis", "commentary", "final") for m in found), found
         assert all((m[0] == "call") == (m[3] is not None) for m in found), found
         seen.append((mode, found))
+    first = seen[0][1]
     for mode, found in seen:
-        assert found == [f for m, f in seen if m == mode][0], mode
+        assert found == first, mode
+    if case.id in FRAMED_BY_HAND:
+        assert first == FRAMED_BY_HAND[case.id]

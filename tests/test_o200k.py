@@ -1,4 +1,11 @@
-"""The offline o200k_harmony builds agree with openai-harmony, tiktoken and each other."""
+"""The offline o200k_harmony builds agree with openai-harmony and tiktoken.
+
+The references are other implementations' (tests/oracles.py, all offline, in memory):
+openai-harmony's embedded vocabulary, the ``o200k_base.tiktoken`` file rebuilt from it, and
+tiktoken's own registered ``o200k_harmony`` encoding over that file (its regex and specials,
+not the core's copies). The core's tiktoken encoding (:func:`o200k.tiktoken_encoding`) and the
+tests' Hugging Face build are compared with them.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ from hypothesis import strategies as st
 
 from harmony_plugins.harmony import ORDINARY_TOKENS, SPECIAL_IDS
 from harmony_plugins.vocab import o200k
+from tests import oracles
 from tests.contract_cases import KNOWN_IDS, KNOWN_TEXT
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,13 +132,18 @@ HYPOTHESIS = settings(
 
 @pytest.fixture(scope="session")
 def harmony():
-    from openai_harmony import HarmonyEncodingName, load_harmony_encoding
-
-    return load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+    return oracles.harmony()
 
 
 @pytest.fixture(scope="session")
 def tt():
+    """tiktoken's own o200k_harmony (the reference)."""
+    return oracles.tiktoken_own()
+
+
+@pytest.fixture(scope="session")
+def ours():
+    """The core's tiktoken encoding (under test)."""
     return o200k.tiktoken_encoding()
 
 
@@ -140,6 +153,10 @@ def hf(hf_tokenizer):
 
 
 # --- vocabulary file ---------------------------------------------------------------------
+
+
+def test_pieces_are_openai_harmony_s():
+    assert tuple(o200k.o200k_base_pieces()) == oracles.token_bytes()
 
 
 def test_pieces_count_and_shape():
@@ -161,10 +178,11 @@ def test_tiktoken_file_matches_official_hash():
     assert len(data) == 3_613_922
     assert hashlib.sha256(data).hexdigest() == OFFICIAL_SHA256
     assert data.startswith(b"IQ== 0\n") and data.count(b"\n") == 199_998
+    assert data == oracles.tiktoken_file()  # as openai-harmony's vocabulary writes it
 
 
-# The published hash of o200k_base.tiktoken (docs/tokenizer.md), written here by hand.
-OFFICIAL_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+# The published hash of o200k_base.tiktoken (docs/tokenizer.md), written by hand.
+OFFICIAL_SHA256 = oracles.O200K_BASE_SHA256
 
 
 def test_the_shipped_file_is_the_official_one():
@@ -227,7 +245,11 @@ def test_vocab_is_read_without_importing_tiktoken_or_tokenizers():
 # --- specials and the known sequence ---------------------------------------------------------
 
 
-def test_specials_table():
+def test_specials_table(tt):
+    """The core's table is tiktoken's own, less its second spelling of 200018."""
+    theirs = dict(tt._special_tokens)
+    assert theirs.pop("<|reserved_200018|>") == theirs["<|endofprompt|>"] == 200_018
+    assert theirs == SPECIAL_IDS
     specials = SPECIAL_IDS
     assert list(specials.values()) == list(range(199_998, 201_088))
     assert specials["<|return|>"] == 200_002 and specials["<|call|>"] == 200_012
@@ -269,13 +291,32 @@ def test_specials_agree_with_openai_harmony(harmony):
     assert set(harmony.stop_tokens()) == {200_002, 200_007, 200_012}
 
 
-def test_specials_agree_with_our_tiktoken_encoding(tt):
-    assert tt.name == "o200k_harmony"
+def test_our_tiktoken_encoding_is_tiktoken_s(ours, tt):
+    """The core's in-memory encoding against tiktoken's own: name, size, regex, every
+    ordinary token's bytes, every special (tiktoken's also accepts `<|reserved_200018|>` as a
+    second spelling of 200018; the core's does not)."""
+    assert (ours.name, ours.n_vocab, ours._pat_str) == (tt.name, tt.n_vocab, tt._pat_str)
     assert tt.n_vocab == 201_088
-    assert tt.special_tokens_set == set(SPECIAL_IDS)
-    for name, i in SPECIAL_IDS.items():
-        assert tt.encode_single_token(name) == i
-        assert tt.decode_single_token_bytes(i) == name.encode()
+    assert all(ours.decode_single_token_bytes(i) == tt.decode_single_token_bytes(i)
+               for i in range(ORDINARY_TOKENS))
+    assert tt.special_tokens_set - ours.special_tokens_set == {"<|reserved_200018|>"}
+    assert ours.special_tokens_set <= tt.special_tokens_set
+    for name in ours.special_tokens_set:
+        assert ours.encode_single_token(name) == tt.encode_single_token(name)
+        assert ours.decode_single_token_bytes(tt.encode_single_token(name)) == name.encode()
+    sample = [*range(0, 201_088, 997), *KNOWN_IDS]
+    assert ours.decode(sample) == tt.decode(sample)
+    assert ours.encode_batch(CORPUS, allowed_special="all") == tt.encode_batch(
+        CORPUS, allowed_special="all")
+
+
+def test_openai_harmony_decodes_as_tiktoken(tt, harmony):
+    """The two references agree with each other (so either can stand for the vocabulary)."""
+    sample = [*range(0, ORDINARY_TOKENS, 499), *KNOWN_IDS]
+    assert bytes(harmony._inner.decode_bytes(sample)) == tt.decode_bytes(sample)
+    assert harmony.decode_utf8(KNOWN_IDS) == tt.decode(KNOWN_IDS) == KNOWN_TEXT
+    assert all(bytes(harmony._inner.decode_bytes([i])) == tt.decode_single_token_bytes(i)
+               for i in range(ORDINARY_TOKENS, 200_018))
 
 
 # --- encoding agreement ------------------------------------------------------------------------
@@ -286,20 +327,21 @@ def test_corpus_is_varied():
     assert any("\n\n" in s for s in CORPUS) and any("<|start|>" in s for s in CORPUS)
 
 
-def test_tiktoken_matches_openai_harmony_on_corpus(tt, harmony):
+def test_tiktoken_matches_openai_harmony_on_corpus(ours, harmony):
     mismatches = [
         s
         for s in CORPUS
-        if tt.encode(s, allowed_special="all") != harmony.encode(s, allowed_special="all")
+        if ours.encode(s, allowed_special="all") != harmony.encode(s, allowed_special="all")
     ]
     assert mismatches == []
 
 
 @HYPOTHESIS
 @given(text=TEXT)
-def test_tiktoken_matches_openai_harmony_on_generated_text(tt, harmony, text):
+def test_tiktoken_matches_openai_harmony_on_generated_text(ours, harmony, text):
     assume("<|endofprompt|>" not in text)  # a special to tiktoken, text to openai_harmony
-    assert tt.encode(text, allowed_special="all") == harmony.encode(text, allowed_special="all")
+    assert ours.encode(text, allowed_special="all") == harmony.encode(text,
+                                                                      allowed_special="all")
 
 
 def test_hf_matches_tiktoken_on_corpus(tt, hf):
@@ -336,6 +378,18 @@ def test_hf_specials(hf):
     assert hf.decode(ids, skip_special_tokens=True) == "ab"
     # No BOS/EOS is added by the post-processor.
     assert hf.encode("a", add_special_tokens=True).ids == [64]
+
+
+def test_hf_build_is_transformers_converter_s(hf):
+    """The tests' Hugging Face build against transformers' own TikTokenConverter output: the
+    same vocabulary and added tokens, and the same ids on the corpus."""
+    theirs = oracles.hf_converted()
+    assert hf.get_vocab(with_added_tokens=True) == theirs.get_vocab(with_added_tokens=True)
+    assert {i: t.content for i, t in hf.get_added_tokens_decoder().items()} == {
+        i: t.content for i, t in theirs.get_added_tokens_decoder().items()}
+    for text in CORPUS:
+        assert hf.encode(text, add_special_tokens=False).ids == theirs.encode(
+            text, add_special_tokens=False).ids, text
 
 
 def test_the_demo_s_ids_are_its_text_as_openai_harmony_encodes_it(harmony):

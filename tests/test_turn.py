@@ -94,18 +94,30 @@ def test_schema_is_checked_from_the_full_tools():
 
 
 def test_summary_is_reported_once_and_the_core_logs_nothing(caplog):
-    """The one log line per response is the adapters' observer's (adapter_support.metrics,
-    tested in test_adapter_support.py); the core itself writes to no logger."""
+    """Contract section 9: one log line per response that needed a recovery, with counts per
+    rule. The line is the adapters' observer's (adapter_support.metrics), written from the one
+    Summary the turn reports; the core itself writes to no logger, at any level."""
+    from harmony_plugins.adapter_support.metrics import Counting
+
     seen = []
-    turn = Turn(Request([WEATHER]), observer=seen.append)
+    counting = Counting(logging.getLogger("harmony_ext.test_turn"), count=False)
+
+    def observe(summary):
+        seen.append(summary)
+        counting(summary)
+
+    turn = Turn(Request([WEATHER]), observer=observe)
     with caplog.at_level(logging.DEBUG):
         turn.feed_text("<|channel|>final<|message|>Hi<|end|>junk words<|start|>assistant"
                        "<|channel|>final<|message|>!<|return|>")
+        assert caplog.records == []  # nothing before the response ends
         turn.close()
         turn.close()  # a second close is empty and reports nothing
     assert len(seen) == 1
     assert seen[0].recoveries == {"free_text": 1}
-    assert caplog.records == []
+    assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
+        ("harmony_ext.test_turn", logging.INFO,
+         "harmony-ext recovered malformed model output: free_text=1")]
 
 
 def test_leaks_are_reported_with_an_excerpt():

@@ -1,55 +1,99 @@
-"""Token tables from each source agree, and a non-Harmony tokenizer is refused clearly."""
+"""Token tables from each source equal the vocabulary as openai-harmony has it, and a
+non-Harmony tokenizer is refused clearly.
+
+The expected table is built here from openai-harmony's token bytes and special tokens
+(tests/oracles.py), with the markers' meanings written by hand from contract section 1; the
+tokenizers read are tiktoken's own ``o200k_harmony`` and transformers' ``TikTokenConverter``
+output (besides the project's own builds), all made offline from openai-harmony's vocabulary.
+"""
 
 from __future__ import annotations
+
+import functools
 
 import pytest
 
 from harmony_plugins import NotHarmonyTokenizer, Vocab, parse_ids
 from harmony_plugins import harmony as mk
 from harmony_plugins.vocab.o200k import tiktoken_encoding
+from tests import oracles
+from tests.contract_cases import KNOWN_IDS
 
-KNOWN = [200005, 35644, 200008, 1844, 31064, 25, 392, 4827, 382, 220, 17, 659, 220, 17, 16842,
-         12295, 81645, 13, 51441, 6052, 13, 200007, 200006, 173781, 200005, 17196, 200008, 17,
-         659, 220, 17, 314, 220, 19, 13, 200002]
+MEANING = {"<|start|>": mk.START, "<|end|>": mk.END, "<|message|>": mk.MESSAGE,
+           "<|channel|>": mk.CHANNEL, "<|constrain|>": mk.CONSTRAIN, "<|return|>": mk.RETURN,
+           "<|call|>": mk.CALL, "<|endoftext|>": mk.END_OF_TEXT}
+"""Contract section 1: what each meaningful special token is; every other one (start of text,
+end of prompt, reserved) means nothing in output."""
 
 
-def test_default_vocab_markers_and_bytes():
+@functools.cache
+def expected_table() -> tuple[str | bytes | int | None, ...]:
+    """Each id of the model's vocabulary (tiktoken's n_vocab rows): an ordinary token's text, or
+    its bytes where they cut a character; a special token's meaning."""
+    table: list[str | bytes | int | None] = [None] * oracles.tiktoken_own().n_vocab
+    for i, piece in enumerate(oracles.token_bytes()):
+        try:
+            table[i] = piece.decode("utf-8")
+        except UnicodeDecodeError:
+            table[i] = piece
+    for spelling, i in oracles.harmony_specials().items():
+        if i < len(table):  # openai-harmony also names 201088, past the model's rows
+            table[i] = MEANING.get(spelling, mk.IGNORED)
+    return tuple(table)
+
+
+def test_expected_table_is_what_it_says():
+    table = expected_table()
+    assert len(table) == 201_088 and table.count(None) == 0
+    assert table[200005] == mk.CHANNEL and table[200002] == mk.RETURN
+    assert table[200012] == mk.CALL and table[199999] == mk.END_OF_TEXT
+    assert table[200017] == mk.IGNORED and table[201087] == mk.IGNORED
+    assert table[35644] == "analysis" and table[220] == " "
+    assert sorted(i for i, x in enumerate(table) if x in MEANING.values()) == [
+        199999, 200002, 200003, 200005, 200006, 200007, 200008, 200012]
+
+
+def test_default_vocab_is_openai_harmony_s():
     v = Vocab.o200k_harmony()
     assert v is Vocab.o200k_harmony()  # built once per process
-    assert len(v.table) == 201088
-    assert v.table[200005] == mk.CHANNEL and v.table[200002] == mk.RETURN
-    assert v.table[200012] == mk.CALL and v.table[199999] == mk.END_OF_TEXT
-    assert v.table[200017] == mk.IGNORED and v.table[201087] == mk.IGNORED
-    assert v.table[35644] == "analysis"  # whole characters: stored as text
+    assert tuple(v.table) == expected_table()
 
 
 def test_tokens_that_cut_a_character_stay_bytes():
     v = Vocab.o200k_harmony()
-    ids = tiktoken_encoding().encode_ordinary("\U0001d518")  # 4 UTF-8 bytes in 3 tokens
+    ids = oracles.harmony().encode("\U0001d518")  # 4 UTF-8 bytes in 3 tokens
     assert [v.table[i] for i in ids] == [b"\xf0\x9d", b"\x94", b"\x98"]
     kinds = {type(x) for x in v.table}
     assert kinds == {str, bytes, int}
 
 
-def test_tiktoken_vocab_equals_default():
-    v = Vocab.from_tiktoken(tiktoken_encoding())
-    assert v is Vocab.from_tiktoken(tiktoken_encoding())
-    assert v.table == Vocab.o200k_harmony().table
+def test_vocab_of_tiktoken_s_own_encoding():
+    own = oracles.tiktoken_own()
+    v = Vocab.from_tiktoken(own)
+    assert v is Vocab.from_tiktoken(own)
+    assert tuple(v.table) == expected_table()
+    assert tuple(Vocab.from_tiktoken(tiktoken_encoding()).table) == expected_table()
 
 
-def test_hf_vocab_equals_default(hf_tokenizer):
+def test_vocab_of_transformers_converter():
+    v = Vocab.from_hf(oracles.hf_converted())
+    assert tuple(v.table) == expected_table()
+    assert parse_ids(KNOWN_IDS, encoding=v)["content"] == "2 + 2 = 4."
+
+
+def test_vocab_of_the_project_s_hf_build(hf_tokenizer):
     v = Vocab.from_hf(hf_tokenizer)
-    assert v.table == Vocab.o200k_harmony().table
-    assert parse_ids(KNOWN, encoding=v)["content"] == "2 + 2 = 4."
+    assert tuple(v.table) == expected_table()
+    assert parse_ids(KNOWN_IDS, encoding=v)["content"] == "2 + 2 = 4."
 
 
-def test_transformers_vocab_equals_default(hf_tokenizer):
+def test_vocab_of_a_transformers_tokenizer():
     import transformers
 
-    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=hf_tokenizer)
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=oracles.hf_converted())
     v = Vocab.from_hf(tok)
     assert v is Vocab.from_hf(tok)
-    assert v.table == Vocab.o200k_harmony().table
+    assert tuple(v.table) == expected_table()
 
 
 def test_special_ids_come_from_the_tokenizer():
