@@ -61,32 +61,33 @@ class Driver:
 
 
 class CoreDriver(Driver):
-    """harmony_plugins.StreamParser: ``feed_ids`` or ``feed_text``."""
+    """harmony_plugins.Turn, the facade every adapter uses: ``feed_ids`` or ``feed_text``,
+    the step's parts (no events: the chat stream's turn); the last delta closes it."""
 
     def __init__(self, tools: list[dict[str, Any]], mode: str) -> None:
         super().__init__(tools)
-        from harmony_plugins import StreamParser, Vocab
+        from harmony_plugins import Request, Turn, Vocab
 
         Vocab.o200k_harmony()  # once per process, as an adapter does at start-up
-        self.StreamParser, self.mode, self.name = StreamParser, mode, f"core-{mode}"
+        self.Turn, self.Request = Turn, Request
+        self.mode, self.name = mode, f"core-{mode}"
         self.versions = {"harmony-ext": version("harmony-ext")}
 
+    def _feeds(self) -> Any:
+        turn = self.Turn(self.Request(self.tools))
+        return turn.feed_ids if self.mode == "ids" else turn.feed_text
+
     def run(self, deltas: list[Any]) -> None:
-        parser = self.StreamParser(self.tools)
-        feed = parser.feed_ids if self.mode == "ids" else parser.feed_text
-        for delta in deltas:
-            feed(delta)
-        parser.close()
+        feed, last = self._feeds(), len(deltas) - 1
+        for i, delta in enumerate(deltas):
+            feed(delta, "stop" if i == last else None)
 
     def collect(self, deltas: list[Any]) -> dict[str, Any]:
         from harmony_plugins import ChatResult
 
-        parser = self.StreamParser(self.tools)
-        feed = parser.feed_ids if self.mode == "ids" else parser.feed_text
-        result = ChatResult()
-        for delta in deltas:
-            result.add(feed(delta))
-        result.add(parser.close())
+        feed, last, result = self._feeds(), len(deltas) - 1, ChatResult()
+        for i, delta in enumerate(deltas):
+            result.add(feed(delta, "stop" if i == last else None))
         got = result.message()
         return message([got["reasoning"] or ""], [got["content"] or ""],
                        [[c["function"]["name"], c["function"]["arguments"]]

@@ -19,6 +19,8 @@ import re
 
 _STRUCTURAL = re.compile(r'[{}\[\]"\\]')
 _search = _STRUCTURAL.search
+_DEPTH = {"{": 1, "[": 1, "}": -1, "]": -1, "\\": 0}  # outside strings
+_CLOSERS = "}]"
 
 PENDING = 0  # only whitespace so far: the body might still be empty
 RAW = 1  # not JSON: everything is argument text
@@ -98,37 +100,29 @@ class ArgumentCutter:
 
     def _scan(self, text: str, pos: int) -> int:
         """Advance over text[pos:]; return the end of the JSON value there, or -1."""
-        skip = -1
-        if self.escaped:
-            self.escaped = False
-            skip = pos  # this character was escaped by the previous piece's backslash
-        first = _STRUCTURAL.search(text, pos)
-        if first is None:
-            return -1  # most pieces: text inside a string, or between tokens
+        # A character escaped by the previous piece's trailing backslash is skipped.
+        skip = pos if self.escaped else -1
         depth = self.depth
         in_string = self.in_string
-        for m in _STRUCTURAL.finditer(text, first.start()):
+        for m in _STRUCTURAL.finditer(text, pos):
             i = m.start()
             if i == skip:
                 continue
             c = text[i]
             if in_string:
-                if c == "\\":
-                    skip = i + 1
-                    if skip == len(text):
-                        self.escaped = True
-                elif c == '"':
+                if c == '"':
                     in_string = False
-                    if depth == 0:
+                    if depth == 0:  # a top-level string: the value
                         return i + 1
+                elif c == "\\":
+                    skip = i + 1
             elif c == '"':
                 in_string = True
-            elif c == "{" or c == "[":
-                depth += 1
-            elif c == "}" or c == "]":
-                depth -= 1
-                if depth <= 0:
+            else:
+                depth += _DEPTH[c]
+                if depth <= 0 and c in _CLOSERS:
                     return i + 1
+        self.escaped = skip == len(text)  # the piece ends in a backslash inside a string
         self.depth = depth
         self.in_string = in_string
         return -1

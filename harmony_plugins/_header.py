@@ -101,47 +101,72 @@ def parse_header(sections: list[tuple[int, str]], role_given: bool,
             text, name = _take_spaced_recipient(text, spaced)
             if name is not None:
                 h.recipient = name
-        first = True
+        read = _SECTION_WORD.get(kind, _role_section_word)
+        first = True  # the section's first plain word is its value
         for word in text.split():
             if word.startswith(_TO):
-                name = word[3:]
-                if name == "" or name == _FUNCTIONS:
-                    h.empty_recipient = True
-                elif name != hm.ASSISTANT:  # `to=assistant` addresses nobody
-                    h.recipient = name
-                continue
-            if kind == hm.CHANNEL:
-                if first:
-                    h.channel = word
-                elif h.content_type is None and is_content_type(word, tools):
-                    h.content_type = word  # a bare content type: `commentary json`
-                else:
-                    h.junk.append(word)
-            elif kind == hm.CONSTRAIN:
-                if first and h.content_type is None and is_content_type(word, tools):
-                    h.content_type = word
-                    h.constrained = True
-                else:
-                    h.junk.append(word)
-            elif first and role_given:
-                if word in hm.KNOWN_CHANNELS:  # `<|start|>final<|message|>`: gpt-oss writes it
-                    h.role = hm.ASSISTANT
-                    h.channel = word
-                    h.role_channel = True
-                else:
-                    h.role = word
-            elif first and is_other_role(word):
-                h.role = word
-            elif word in hm.KNOWN_CHANNELS and h.channel is None:
-                h.channel = word  # a channel name without its marker
-            elif word in hm.CONTENT_TYPES and h.content_type is None:
-                h.content_type = word
-            elif word != hm.ASSISTANT:
-                h.junk.append(word)
-            first = False
+                _recipient_word(h, word[3:])
+            else:
+                read(h, word, first, role_given, tools)
+                first = False
         if role_given and kind == ROLE and h.role is None:
             h.role = ""
     return h
+
+
+def _recipient_word(h: Header, name: str) -> None:
+    """``to=NAME``, wherever it stands."""
+    if name == "" or name == _FUNCTIONS:
+        h.empty_recipient = True
+    elif name != hm.ASSISTANT:  # `to=assistant` addresses nobody
+        h.recipient = name
+
+
+def _channel_word(h: Header, word: str, first: bool, role_given: bool,
+                  tools: frozenset[str]) -> None:
+    """A word of a ``<|channel|>`` section: the channel, then maybe a bare content type."""
+    if first:
+        h.channel = word
+    elif h.content_type is None and is_content_type(word, tools):
+        h.content_type = word  # a bare content type: `commentary json`
+    else:
+        h.junk.append(word)
+
+
+def _constrain_word(h: Header, word: str, first: bool, role_given: bool,
+                    tools: frozenset[str]) -> None:
+    """A word of a ``<|constrain|>`` section: the content type."""
+    if first and h.content_type is None and is_content_type(word, tools):
+        h.content_type = word
+        h.constrained = True
+    else:
+        h.junk.append(word)
+
+
+def _role_section_word(h: Header, word: str, first: bool, role_given: bool,
+                       tools: frozenset[str]) -> None:
+    """A word of the role section: the role first (with ``<|start|>``, or a word naming
+    another role), then channel and content-type words written without their markers."""
+    if first and role_given:
+        if word in hm.KNOWN_CHANNELS:  # `<|start|>final<|message|>`: gpt-oss writes it
+            h.role = hm.ASSISTANT
+            h.channel = word
+            h.role_channel = True
+        else:
+            h.role = word
+    elif first and is_other_role(word):
+        h.role = word
+    elif word in hm.KNOWN_CHANNELS and h.channel is None:
+        h.channel = word  # a channel name without its marker
+    elif word in hm.CONTENT_TYPES and h.content_type is None:
+        h.content_type = word
+    elif word != hm.ASSISTANT:
+        h.junk.append(word)
+
+
+_SECTION_WORD = {hm.CHANNEL: _channel_word, hm.CONSTRAIN: _constrain_word}
+"""How a section reads its plain words, by the marker that began it (the role section:
+:func:`_role_section_word`)."""
 
 
 def final_without_message(sections: list[tuple[int, str]]) -> str | None:

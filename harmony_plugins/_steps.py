@@ -16,8 +16,8 @@ hands over at once).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
 
 from ._events import (
     ContentText,
@@ -239,34 +239,24 @@ def step_of(events: Iterable[Event]) -> Step:
     """Group events (``StreamParser``'s, a caller's) into a :class:`Step`."""
     collector = Collector(events=True)
     for event in events:
-        _replay(collector, event)
-    step = collector.step()
-    return step
+        _REPLAY[event.__class__](collector, event)
+    return collector.step()
 
 
-def _replay(collector: Collector, event: Event) -> None:
-    match event:
-        case ReasoningText(text=text):
-            collector.reasoning(text)
-        case ContentText(text=text):
-            collector.content(text)
-        case ToolCallArguments(index=index, text=text):
-            collector.arguments(index, text)
-        case ToolCallBegin(index=index, id=call_id, name=name):
-            collector.call_begin(index, call_id, name)
-        case MessageBegin(kind=kind, channel=channel, written_channel=written,
-                          recipient=recipient, content_type=content_type):
-            collector.message_begin(kind, channel, written, recipient, content_type)
-        case MessageEnd(by=by):
-            collector.message_end(by)
-        case Recovery(rule=rule, text=text):
-            collector.recovery(rule, text)
-        case LeakSuspected(excerpt=excerpt):
-            collector.leak(excerpt)
-        case EndOfTurn(reason=reason, finish_reason=finish_reason):
-            collector.end(reason, finish_reason)
-        case ToolCallEnd():
-            collector.call_end(event)
+_REPLAY: dict[type, Callable[[Collector, Any], None]] = {
+    ReasoningText: lambda c, e: c.reasoning(e.text),
+    ContentText: lambda c, e: c.content(e.text),
+    ToolCallArguments: lambda c, e: c.arguments(e.index, e.text),
+    ToolCallBegin: lambda c, e: c.call_begin(e.index, e.id, e.name),
+    ToolCallEnd: Collector.call_end,
+    MessageBegin: lambda c, e: c.message_begin(e.kind, e.channel, e.written_channel,
+                                               e.recipient, e.content_type),
+    MessageEnd: lambda c, e: c.message_end(e.by),
+    Recovery: lambda c, e: c.recovery(e.rule, e.text),
+    LeakSuspected: lambda c, e: c.leak(e.excerpt),
+    EndOfTurn: lambda c, e: c.end(e.reason, e.finish_reason),
+}
+"""Each event's call on a collector (the call the machine made when it produced it)."""
 
 
 def fold(steps: Sequence[Step]) -> Step:
@@ -281,25 +271,25 @@ def fold(steps: Sequence[Step]) -> Step:
     collector = Collector()
     events: list[Event] = []
     for step in steps:
-        if step.reasoning:
-            collector.reasoning(step.reasoning)
-        if step.content:
-            collector.content(step.content)
-        for call in step.calls:
-            if call.id is not None:
-                collector.call_begin(call.index, call.id, call.name or "")
-            if call.arguments:
-                collector.arguments(call.index, call.arguments)
-        for end in step.ended:
-            collector.call_end(end)
-        for recovery in step.recoveries:
-            collector.recoveries.append(recovery)
-            collector.touched |= _OTHER
-        for excerpt in step.leaks:
-            collector.leak(excerpt)
-        if step.finish is not None:
-            collector.finish = step.finish
-            collector.touched |= _OTHER
+        _add(collector, step)
         events += step.events
     collector.touched |= _OTHER
     return collector.step()._replace(events=events if events else ())
+
+
+def _add(collector: Collector, step: Step) -> None:
+    """Hand a step's parts to a collector again (its events are kept by :func:`fold`)."""
+    if step.reasoning:
+        collector.reasoning(step.reasoning)
+    if step.content:
+        collector.content(step.content)
+    for call in step.calls:
+        if call.id is not None:
+            collector.call_begin(call.index, call.id, call.name or "")
+        if call.arguments:
+            collector.arguments(call.index, call.arguments)
+    collector.ended += step.ended
+    collector.recoveries += step.recoveries
+    collector.leaks += step.leaks
+    if step.finish is not None:
+        collector.finish = step.finish

@@ -326,24 +326,27 @@ class StreamableParser:
                 self._delta = foreign.text()[len(before):] or None
             else:
                 foreign.section += pieces
-            return
-        if not foreign.in_body:
-            if marker == hm.MESSAGE:
-                foreign.close_section()
-                foreign.in_body = True
-            elif marker == hm.CHANNEL or marker == hm.CONSTRAIN:
-                foreign.close_section()
-                foreign.kind = marker
-            elif marker == hm.START:  # a header without a body: drop it, start again
-                self._foreign = None
-                self._pending = [token]
-                self._mode = _PENDING
-            elif marker in (hm.END, *_STOPS):
-                self._foreign = None
-                self._mode = _BETWEEN
-            return
-        if header_only:
-            return
+        elif not foreign.in_body:
+            self._foreign_header_marker(foreign, token, marker)
+        elif not header_only:
+            self._foreign_body_marker(token, marker)
+
+    def _foreign_header_marker(self, foreign: _Foreign, token: int, marker: int) -> None:
+        if marker == hm.MESSAGE:
+            foreign.close_section()
+            foreign.in_body = True
+        elif marker == hm.CHANNEL or marker == hm.CONSTRAIN:
+            foreign.close_section()
+            foreign.kind = marker
+        elif marker == hm.START:  # a header without a body: drop it, start again
+            self._foreign = None
+            self._pending = [token]
+            self._mode = _PENDING
+        elif marker in (hm.END, *_STOPS):
+            self._foreign = None
+            self._mode = _BETWEEN
+
+    def _foreign_body_marker(self, token: int, marker: int) -> None:
         if marker == hm.START:
             self._foreign_done()
             self._pending = [token]
