@@ -140,6 +140,8 @@ class Header:
     """The header being read: its sections so far and the one being read."""
 
     __slots__ = ("role_given", "free", "sections", "kind", "pieces")
+    state = HEADER
+    route = None
 
     def __init__(self, role_given: bool, kind: int = hdr.ROLE, free: bool = False) -> None:
         self.role_given = role_given  # it began with <|start|>: its first word is the role
@@ -147,6 +149,9 @@ class Header:
         self.sections: list[tuple[int, str]] = []
         self.kind = kind  # the section being read: ROLE, or the marker that began it
         self.pieces: list[str] = []  # its text so far
+
+    def take(self, text: str, tokens: int) -> None:
+        self.pieces.append(text)  # buffered until the header is complete
 
     def close_section(self) -> None:
         self.sections.append((self.kind, "".join(self.pieces)))
@@ -166,6 +171,7 @@ class Body:
     body closes itself when a marker or the end of the stream ends it (:meth:`end`)."""
 
     __slots__ = ("machine", "out")
+    state = BODY
     route = DROP
 
     def __init__(self, machine: Machine) -> None:
@@ -297,9 +303,14 @@ class Done:
     """The turn is over: the text that still comes, dropped and counted at the end."""
 
     __slots__ = ("dropped",)
+    state = DONE
+    route = None
 
     def __init__(self) -> None:
         self.dropped: list[str] = []
+
+    def take(self, text: str, tokens: int) -> None:
+        self.dropped.append(text)
 
 
 class Machine:
@@ -313,7 +324,7 @@ class Machine:
     __slots__ = (
         "tools", "spaced", "checker", "new_id", "pass_undeclared", "tools_unknown",
         "any_recipient", "builtins", "out",
-        "state", "header", "body", "done", "alone",
+        "at", "alone",
         "after_call", "stop_reason", "calls", "seen_marker", "recoveries",
         "outcomes", "leaks", "maybe_calls",
     )
@@ -338,10 +349,8 @@ class Machine:
         self.pass_undeclared = pass_undeclared
         self.tools_unknown = tools_unknown
         self.out = out if out is not None else Collector()
-        self.state = HEADER
-        self.header: Header | None = Header(False)
-        self.body: Body | None = None
-        self.done: Done | None = None
+        self.at: Header | Body | Done = Header(False)
+        """The state, as the object holding its data."""
         self.alone: Callable[[str, int], Step] = self._alone
         """Take a feed that is one piece of text (as :meth:`text`, ``tokens`` its ids) and
         return its step: the usual decode step. In a body, when the turn keeps no events,
@@ -357,9 +366,14 @@ class Machine:
         self.maybe_calls = 0  # tools unknown: messages whose recipient may name a function
 
     @property
+    def state(self) -> int:
+        """``HEADER``, ``BODY`` or ``DONE``."""
+        return self.at.state
+
+    @property
     def route(self) -> int | None:
         """The route of the body being read (None outside a body)."""
-        return self.body.route if self.body is not None else None
+        return self.at.route
 
     @property
     def reasoning_tokens(self) -> int:
@@ -375,13 +389,7 @@ class Machine:
     def text(self, text: str, tokens: int = 0) -> None:
         """Take the next piece of model text (never empty), made of ``tokens`` token ids
         (0 in text mode), which count as reasoning tokens if it is reasoning."""
-        body = self.body
-        if body is not None:
-            body.take(text, tokens)
-        elif self.header is not None:
-            self.header.pieces.append(text)
-        elif self.done is not None:
-            self.done.dropped.append(text)
+        self.at.take(text, tokens)
 
     def _alone(self, text: str, tokens: int = 0) -> Step:
         """:attr:`alone` outside a body (or keeping events): the text, then the step."""
@@ -393,11 +401,11 @@ class Machine:
         if marker == mk.IGNORED:
             self.recover(rules.IGNORED_TOKEN)
             return
-        body = self.body
-        if body is not None:
-            self._body_marker(body, marker)
-        elif self.header is not None:
-            self._header_marker(marker)
+        at = self.at
+        if isinstance(at, Body):
+            self._body_marker(at, marker)
+        elif isinstance(at, Header):
+            self._header_marker(at, marker)
         self.seen_marker = True
 
     def joins(self, marker: int) -> bool:
@@ -406,12 +414,12 @@ class Machine:
         is an ``<|end|>`` after content or header text, which free text may follow. The text
         front end then keeps the two sides from spelling a control token."""
         if marker == mk.IGNORED:
-            return self.state != DONE
-        body = self.body
-        if body is not None:
+            return not isinstance(self.at, Done)
+        at = self.at
+        if isinstance(at, Body):
             return (marker == mk.MESSAGE or marker == mk.CONSTRAIN
-                    or (marker == mk.END and body.route == CONTENT))
-        return self.header is not None and marker == mk.END
+                    or (marker == mk.END and at.route == CONTENT))
+        return isinstance(at, Header) and marker == mk.END
 
     def drop_text(self, rule: str, text: str) -> None:
         """Drop model text by ``rule`` on behalf of a front end (counted, carried)."""
@@ -425,18 +433,18 @@ class Machine:
         """End of stream: settle what is open and hand over the turn's end. ``finish`` is why
         the engine stopped: ``"stop"``, ``"length"`` or ``"unknown"`` (nothing else in the parse
         depends on it)."""
-        header = self.header
-        if header is not None:
-            free = header.only_free()
-            header.close_section()
+        at = self.at
+        if isinstance(at, Header):
+            free = at.only_free()
+            at.close_section()
             if free:
-                self._free_text(header, None)
+                self._free_text(at, None)
             else:
-                self._header_closed(header, None)
-        elif self.body is not None:
-            self._end_body(self.body, None)
-        done = self.done
-        if done is not None and done.dropped:
+                self._header_closed(at, None)
+        elif isinstance(at, Body):
+            self._end_body(at, None)
+        done = self.at
+        if isinstance(done, Done) and done.dropped:
             self.recover(rules.AFTER_END_OF_TURN, "".join(done.dropped))
         finish_reason: str | None
         if finish == "length":
@@ -475,30 +483,21 @@ class Machine:
     # -- states ----------------------------------------------------------------------------
 
     def _to_header(self, role_given: bool, kind: int = hdr.ROLE, free: bool = False) -> None:
-        self.state = HEADER
-        self.header = Header(role_given, kind, free)
-        self.body = None
+        self.at = Header(role_given, kind, free)
         self.alone = self._alone
 
     def _to_body(self, body: Body) -> None:
-        self.state = BODY
-        self.header = None
-        self.body = body
+        self.at = body
         self.alone = body.alone if self.out.events is None else self._alone
 
     def _to_done(self) -> None:
-        self.state = DONE
-        self.header = None
-        self.body = None
         self.alone = self._alone
-        if self.done is None:
-            self.done = Done()
+        if not isinstance(self.at, Done):  # a turn closed after it ended keeps its text
+            self.at = Done()
 
     # -- headers -------------------------------------------------------------------------
 
-    def _header_marker(self, marker: int) -> None:
-        header = self.header
-        assert header is not None
+    def _header_marker(self, header: Header, marker: int) -> None:
         free = header.only_free()
         header.close_section()
         if marker == mk.CHANNEL or marker == mk.CONSTRAIN:
@@ -679,13 +678,12 @@ class Machine:
 
     def _end_body(self, body: Body, marker: int | None) -> None:
         """Close the body; ``marker`` ended it (None: the end of the stream)."""
-        body.end(_ENDED_BY[marker])
-        self.body = None
+        body.end(_ENDED_BY[marker])  # the caller moves to the next state
         self.alone = self._alone
 
     def _stop(self, marker: int) -> None:
         """After a message ended by ``marker`` (end, call, return or end of text)."""
-        if self.state == DONE:  # a forged header already ended the turn
+        if isinstance(self.at, Done):  # a forged header already ended the turn
             return
         if marker == mk.END:
             self._to_header(False, free=True)
