@@ -1,10 +1,11 @@
 """SGLang tests: run with ``.venv-sglang/bin/pytest tests/sglang`` (scripts/setup_sglang_env.sh).
 
-Without an installed ``sglang`` (ImportError) every module here is reported as skipped, with
-the reason, instead of failing at import: the main venv deliberately has no SGLang. Any other
-error importing it fails the run. The fixtures drive SGLang's real ``OpenAIServingChat`` with
-only the model replaced by a stand-in that replays scripted output text, which is how SGLang's
-own parsers are reached without a GPU (docs/sglang.md, internals section 7).
+Without an importable ``sglang`` the run fails at collection: the main venv deliberately has
+no SGLang and its tier does not collect this folder, and a tier that does must test SGLang
+(an import failure turned into a skip would let it pass without). The fixtures drive SGLang's
+real ``OpenAIServingChat`` with only the model replaced by a stand-in that replays scripted
+output text, which is how SGLang's own parsers are reached without a GPU (docs/sglang.md,
+internals section 7).
 """
 
 from __future__ import annotations
@@ -18,28 +19,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-
-try:
-    import sglang  # noqa: F401
-
-    SKIP_REASON: str | None = None
-except ImportError as exc:  # only a missing SGLang skips; a broken one fails
-    SKIP_REASON = (
-        f"sglang is not importable ({type(exc).__name__}: {exc}); "
-        "run scripts/setup_sglang_env.sh and use .venv-sglang/bin/pytest"
-    )
-
-if SKIP_REASON is not None:
-
-    class _SkippedModule(pytest.Module):
-        """Reports the module as skipped without importing it (its imports need sglang)."""
-
-        def collect(self) -> list[Any]:
-            pytest.skip(SKIP_REASON)
-
-    def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module:
-        return _SkippedModule.from_parent(parent, path=module_path)
-
+import sglang  # noqa: F401  (a missing or broken SGLang is an error, never a skip)
 
 # A Harmony-shaped prompt ending in "<|start|>assistant", like gpt-oss's template, written here
 # (the real template is not available offline; only the prompt's last tokens matter to parsing).
