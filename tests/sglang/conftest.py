@@ -58,14 +58,19 @@ def hf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_hf_tokenizer(tmp_path_factory.mktemp("o200k_hf"))
 
 
-@pytest.fixture(scope="session")
-def gpt_oss_model_dir(hf_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A model folder SGLang accepts: gpt_oss config.json plus the offline o200k tokenizer."""
-    model = tmp_path_factory.mktemp("sglang_gpt_oss")
+def write_model_dir(model: Path, hf_dir: Path) -> Path:
+    """Make ``model`` a folder SGLang accepts: gpt_oss config.json plus the offline o200k
+    tokenizer of ``hf_dir`` (pages/sglang_comparison.py builds one outside pytest too)."""
     for item in hf_dir.iterdir():
         os.symlink(item, model / item.name)
     (model / "config.json").write_text(json.dumps(TINY_GPT_OSS_CONFIG, indent=2) + "\n")
     return model
+
+
+@pytest.fixture(scope="session")
+def gpt_oss_model_dir(hf_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model folder SGLang accepts: gpt_oss config.json plus the offline o200k tokenizer."""
+    return write_model_dir(tmp_path_factory.mktemp("sglang_gpt_oss"), hf_dir)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -196,6 +201,11 @@ def raw_request(body: dict[str, Any]) -> Any:
 
 @pytest.fixture(scope="session")
 def sglang_chat(gpt_oss_model_dir: Path) -> RunChat:
+    """SGLang's real chat serving with the model scripted: :func:`chat_runner`."""
+    return chat_runner(gpt_oss_model_dir)
+
+
+def chat_runner(gpt_oss_model_dir: Path) -> RunChat:
     """Returns ``run(deltas, *, stream, tools=None, messages=None, tool_parser, reasoning_parser,
     chat_template, send_raw)`` (``send_raw``: the raw HTTP request too, as the server has it).
 
