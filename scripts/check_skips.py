@@ -26,8 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ALLOW = Path(__file__).resolve().parent / "skips.toml"
-IMPORT_FAILURE = re.compile(r"could not import|ImportError|ModuleNotFoundError|No module named")
-"""pytest.importorskip's message ("could not import 'x': No module named 'x'") and its kin."""
+IMPORT_FAILURE = re.compile(r"could not import|ImportError|ModuleNotFoundError|No module named"
+                            r"|not importable|is not installed|needs the openai client"
+                            r"|comes with vLLM")
+"""pytest.importorskip's message ("could not import 'x': No module named 'x'") and its kin,
+and the reasons the suite's own ``importorskip(..., reason=...)`` calls give."""
 
 
 @dataclass
@@ -68,7 +71,9 @@ def report_from(root: ET.Element) -> Report:
             if skipped.get("type") == "pytest.xfail":
                 report.xfailed += 1
             else:
-                reason = skipped.get("message") or skipped.text or ""
+                reason = skipped.get("message") or ""
+                if reason == "collection skipped":  # a module skipped whole: reason in text
+                    reason = skipped.text or reason
                 report.skips.append(Skip(_test_id(case), reason))
         else:
             report.passed += 1

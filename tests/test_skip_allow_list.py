@@ -78,6 +78,22 @@ def test_an_import_failure_turned_into_a_skip_always_fails() -> None:
             "'openai_harmony': No module named 'openai_harmony'"], tier
 
 
+MODULE_SKIP = ('<testcase classname="" name="tests.gpu.test_gpu_sglang"><skipped '
+               'message="collection skipped">(\'/x/tests/gpu/test_gpu_sglang.py\', 79, '
+               '\'Skipped: no CUDA GPU: nvidia-smi is absent\')</skipped></testcase>')
+OWN_IMPORT_SKIP = ('<testcase classname="" name="tests.e2e_vllm.test_metrics"><skipped '
+                   'message="collection skipped">(\'/x/test_metrics.py\', 15, \'Skipped: needs '
+                   'the openai client: use .venv-vllm/bin/pytest\')</skipped></testcase>')
+
+
+def test_a_module_skipped_whole_is_named_with_its_reason() -> None:
+    assert problems("vllm-0_33", PASSED, MODULE_SKIP) == [
+        "unexpected skip: tests.gpu.test_gpu_sglang: ('/x/tests/gpu/test_gpu_sglang.py', 79, "
+        "'Skipped: no CUDA GPU: nvidia-smi is absent')"]
+    assert problems("vllm-0_33", PASSED, OWN_IMPORT_SKIP)[0].startswith(
+        "an import failure turned into a skip: tests.e2e_vllm.test_metrics")
+
+
 def test_an_empty_report_fails() -> None:
     assert problems("core") == ["the report holds no test"]
 
