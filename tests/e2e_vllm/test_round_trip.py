@@ -8,17 +8,15 @@ contract section 8 (calls in the canonical gpt-oss header, ``assistant to=functi
 <|channel|>commentary json``, as gpt-oss's own chat template writes them; tool results as
 ``functions.NAME to=assistant<|channel|>commentary``).
 
-The same history is also sent to the server with vLLM's built-in parsers, where harmony-ext's
-prompt hook is not active: that is vLLM's rendering before the plugin. With
-``HARMONY_EXT_WRITE_DOCS=1`` the last test writes both into docs/multi-turn-vllm.md.
+What vLLM renders for the same history with its built-in parsers (harmony-ext's prompt hook
+inactive), the "before", is recorded beside the "after" by the page generator
+``bash pages/run.sh multi-turn-vllm`` (pages/multi_turn_vllm.py, which writes
+docs/multi-turn-vllm.md from the helpers here); one case of it is pinned below.
 """
 
 from __future__ import annotations
 
-import datetime
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,8 +39,6 @@ from tests.renderings import (  # noqa: E402
     user,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "multi-turn-vllm.md"
 USER = "What is the weather in Paris?"
 NEXT = "<|channel|>final<|message|>Done.<|return|>"  # any turn 2 will do: its prompt is checked
 
@@ -157,23 +153,15 @@ def history(client: Any, trip: RoundTrip) -> list[dict[str, Any]]:
               for i in order)]
 
 
-RENDERED: dict[str, dict[str, str]] = {}  # case id -> {"before": ..., "after": ...}
-
-
 def tail(ids: list[int], expected: list[int]) -> list[int]:
     return ids[-len(expected):]
 
 
 @pytest.mark.parametrize("trip", ROUND_TRIPS, ids=[t.id for t in ROUND_TRIPS])
-def test_round_trip(vllm_server: str, builtin_server: str, encoding: Any,
-                    trip: RoundTrip) -> None:
+def test_round_trip(vllm_server: str, encoding: Any, trip: RoundTrip) -> None:
     messages = history(client_for(vllm_server), trip)
     want = token_ids(encoding, [*user(USER), *trip.expected, START, "assistant"])
     got = prompt_ids(client_for(vllm_server), messages, trip.tools)
-    before = prompt_ids(client_for(builtin_server), messages, trip.tools)
-    RENDERED[trip.id] = {"before": show(encoding, tail(before, want)),
-                         "after": show(encoding, tail(got, want)),
-                         "expected": show(encoding, want)}
     assert show(encoding, tail(got, want)) == show(encoding, want)
     assert tail(got, want) == want  # token by token: tool text stays text
 
@@ -189,9 +177,9 @@ def test_vllm_alone_puts_the_preamble_first(builtin_server: str, vllm_server: st
     assert tail(prompt_ids(client_for(builtin_server), messages, trip.tools), want) == want
 
 
-def test_analysis_is_dropped_after_a_final_answer(vllm_server: str, encoding: Any) -> None:
-    """Chain of thought is carried through the tool turn and dropped once answered."""
-    client = client_for(vllm_server)
+def answered(client: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """The tool turn of the first round trip, then its answer sent back with a new user
+    message: (the answer's message, the messages for the turn after)."""
     trip = ROUND_TRIPS[0]
     messages = history(client, trip)
     answer = client.chat.completions.create(
@@ -200,51 +188,20 @@ def test_analysis_is_dropped_after_a_final_answer(vllm_server: str, encoding: An
                                    "<|start|>assistant<|channel|>final<|message|>Sunny in Paris."
                                    "<|return|>"}})
     message = answer.choices[0].message
+    messages = [*messages, assistant_message(message, "reasoning"),
+                {"role": "user", "content": "Thanks!"}]
+    return message, messages
+
+
+def test_analysis_is_dropped_after_a_final_answer(vllm_server: str, encoding: Any) -> None:
+    """Chain of thought is carried through the tool turn and dropped once answered."""
+    client = client_for(vllm_server)
+    message, messages = answered(client)
     assert message.content == "Sunny in Paris."
-    messages += [assistant_message(message, "reasoning"),
-                 {"role": "user", "content": "Thanks!"}]
     want = token_ids(encoding, [
         *user(USER), *preamble("Checking now."), *call("get_weather", PARIS),
         *result("get_weather", HOT), *final("Sunny in Paris."), *user("Thanks!"),
         START, "assistant"])
-    got = prompt_ids(client, messages, trip.tools)
-    RENDERED["final_answer"] = {"after": show(encoding, tail(got, want)),
-                                "expected": show(encoding, want)}
+    got = prompt_ids(client, messages, ROUND_TRIPS[0].tools)
     assert show(encoding, tail(got, want)) == show(encoding, want)
     assert tail(got, want) == want
-
-
-def test_zz_write_doc(vllm_version: str, tmp_path: Path) -> None:
-    """Render docs/multi-turn-vllm.md (into the checkout only with HARMONY_EXT_WRITE_DOCS=1)."""
-    missing = [t.id for t in ROUND_TRIPS if t.id not in RENDERED]
-    if missing:
-        pytest.skip(f"partial run ({missing[0]} missing): {DOC.name} left as it is")
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
-    lines = [
-        "# Multi-turn on vLLM: the turn sent back, as the model reads it",
-        "",
-        f"Generated on {now} against vLLM {vllm_version} (CPU, tiny gpt-oss model, scripted "
-        "output) by `tests/e2e_vllm/test_round_trip.py`; regenerate with",
-        "`HARMONY_EXT_WRITE_DOCS=1 .venv-vllm/bin/pytest tests/e2e_vllm/test_round_trip.py`.",
-        "",
-        "Turn 1 is parsed by harmony-ext; the `openai` client sends the parsed message back with",
-        "the tool results. Each block is the end of the prompt vLLM renders for turn 2 (from the",
-        "user's message on): *before* from a server with vLLM's own parsers (harmony-ext's",
-        "prompt hook inactive), *after* with `--tool-call-parser harmony-ext",
-        "--reasoning-parser harmony-ext`. The tests hold *after* to the rendering written by",
-        "hand from contract section 8, token by token.",
-        "",
-    ]
-    for trip in ROUND_TRIPS:
-        r = RENDERED[trip.id]
-        same = "same as after" if r["before"] == r["after"] else "differs"
-        lines += [f"## `{trip.id}`: {trip.title}", "", f"Model output: `{trip.script}`", "",
-                  f"Before ({same}):", "", "```", r["before"], "```", "", "After:", "", "```",
-                  r["after"], "```", ""]
-    if "final_answer" in RENDERED:
-        lines += ["## `final_answer`: the analysis dropped after a final answer", "", "After:",
-                  "", "```", RENDERED["final_answer"]["after"], "```", ""]
-    text = "\n".join(lines)
-    target = DOC if os.environ.get("HARMONY_EXT_WRITE_DOCS") == "1" else tmp_path / DOC.name
-    target.write_text(text)
-    assert text.count("## `") == len(ROUND_TRIPS) + ("final_answer" in RENDERED)

@@ -1,10 +1,11 @@
 """SGLang tests: run with ``.venv-sglang/bin/pytest tests/sglang`` (scripts/setup_sglang_env.sh).
 
-Without an installed ``sglang`` (ImportError) every module here is reported as skipped, with
-the reason, instead of failing at import: the main venv deliberately has no SGLang. Any other
-error importing it fails the run. The fixtures drive SGLang's real ``OpenAIServingChat`` with
-only the model replaced by a stand-in that replays scripted output text, which is how SGLang's
-own parsers are reached without a GPU (docs/sglang.md, internals section 7).
+Without an importable ``sglang`` the run fails at collection: the main venv deliberately has
+no SGLang and its tier does not collect this folder, and a tier that does must test SGLang
+(an import failure turned into a skip would let it pass without). The fixtures drive SGLang's
+real ``OpenAIServingChat`` with only the model replaced by a stand-in that replays scripted
+output text, which is how SGLang's own parsers are reached without a GPU (docs/sglang.md,
+internals section 7).
 """
 
 from __future__ import annotations
@@ -18,28 +19,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-
-try:
-    import sglang  # noqa: F401
-
-    SKIP_REASON: str | None = None
-except ImportError as exc:  # only a missing SGLang skips; a broken one fails
-    SKIP_REASON = (
-        f"sglang is not importable ({type(exc).__name__}: {exc}); "
-        "run scripts/setup_sglang_env.sh and use .venv-sglang/bin/pytest"
-    )
-
-if SKIP_REASON is not None:
-
-    class _SkippedModule(pytest.Module):
-        """Reports the module as skipped without importing it (its imports need sglang)."""
-
-        def collect(self) -> list[Any]:
-            pytest.skip(SKIP_REASON)
-
-    def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module:
-        return _SkippedModule.from_parent(parent, path=module_path)
-
+import sglang  # noqa: F401  (a missing or broken SGLang is an error, never a skip)
 
 # A Harmony-shaped prompt ending in "<|start|>assistant", like gpt-oss's template, written here
 # (the real template is not available offline; only the prompt's last tokens matter to parsing).
@@ -78,14 +58,19 @@ def hf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_hf_tokenizer(tmp_path_factory.mktemp("o200k_hf"))
 
 
-@pytest.fixture(scope="session")
-def gpt_oss_model_dir(hf_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A model folder SGLang accepts: gpt_oss config.json plus the offline o200k tokenizer."""
-    model = tmp_path_factory.mktemp("sglang_gpt_oss")
+def write_model_dir(model: Path, hf_dir: Path) -> Path:
+    """Make ``model`` a folder SGLang accepts: gpt_oss config.json plus the offline o200k
+    tokenizer of ``hf_dir`` (pages/sglang_comparison.py builds one outside pytest too)."""
     for item in hf_dir.iterdir():
         os.symlink(item, model / item.name)
     (model / "config.json").write_text(json.dumps(TINY_GPT_OSS_CONFIG, indent=2) + "\n")
     return model
+
+
+@pytest.fixture(scope="session")
+def gpt_oss_model_dir(hf_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model folder SGLang accepts: gpt_oss config.json plus the offline o200k tokenizer."""
+    return write_model_dir(tmp_path_factory.mktemp("sglang_gpt_oss"), hf_dir)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -216,6 +201,11 @@ def raw_request(body: dict[str, Any]) -> Any:
 
 @pytest.fixture(scope="session")
 def sglang_chat(gpt_oss_model_dir: Path) -> RunChat:
+    """SGLang's real chat serving with the model scripted: :func:`chat_runner`."""
+    return chat_runner(gpt_oss_model_dir)
+
+
+def chat_runner(gpt_oss_model_dir: Path) -> RunChat:
     """Returns ``run(deltas, *, stream, tools=None, messages=None, tool_parser, reasoning_parser,
     chat_template, send_raw)`` (``send_raw``: the raw HTTP request too, as the server has it).
 

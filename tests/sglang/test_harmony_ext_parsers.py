@@ -3,27 +3,23 @@
 Every case of ``sglang_cases.CASES`` runs through SGLang's ``ReasoningParser`` and
 ``FunctionCallParser`` built by name (streamed in token-aligned and arbitrary character chunks,
 and not streamed), and through SGLang's real ``OpenAIServingChat`` with only the model scripted.
-The same served runs with SGLang's built-in ``gpt-oss`` parsers are recorded; when the whole
-module ran, the last test writes docs/sglang-comparison.md from what was observed.
+What SGLang's built-in ``gpt-oss`` parsers make of the same cases is recorded, not judged, by
+the page generator ``bash pages/run.sh sglang-comparison`` (pages/sglang_comparison.py, which
+writes docs/sglang-comparison.md); it reuses :func:`served` and :func:`pieces_for` from here.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import time
 from collections.abc import Callable
-from datetime import date
 from pathlib import Path
 from typing import Any
 
 import pytest
-import sglang
 from sglang.srt.entrypoints.openai.protocol import Tool
 from sglang.srt.function_call.function_call_parser import FunctionCallParser
 from sglang.srt.parser.reasoning_parser import ReasoningParser
 from sglang_cases import (
-    CASE_IDS,
     CASES,
     WEATHER,
     Case,
@@ -36,21 +32,19 @@ from sglang_cases import (
 )
 from tokenizers import Tokenizer
 
-import harmony_plugins
 from sglang_ext import link as links
 from sglang_ext.detectors import HarmonyExtDetector
 
 NAME = "harmony-ext"
 PARIS_CALL = ("get_weather", '{"city":"Paris"}')
-DOC = Path(__file__).resolve().parents[2] / "docs" / "sglang-comparison.md"
-REGENERATE = ("HARMONY_EXT_WRITE_DOCS=1 .venv-sglang/bin/pytest "
-              "tests/sglang/test_harmony_ext_parsers.py")
-RESULTS: dict[str, dict[str, Any]] = {}
-"""case id -> {"harmony-ext": {...}, "gpt-oss": {...}}: what the served runs returned."""
 
 
 @pytest.fixture(scope="module")
 def pieces(hf_dir: Path) -> Callable[[str], list[str]]:
+    return pieces_for(hf_dir)
+
+
+def pieces_for(hf_dir: Path) -> Callable[[str], list[str]]:
     """Text -> per-token pieces, as SGLang's incremental detokenizer emits them: a special token
     is never split, and a character cut between tokens waits for its last byte."""
     tok = Tokenizer.from_file(str(hf_dir / "tokenizer.json"))
@@ -316,21 +310,9 @@ def test_served_by_sglang_with_harmony_ext(sglang_chat, case: Case, pieces) -> N
     nonstream = served(sglang_chat, case, NAME, None, stream=False)
     streams = [served(sglang_chat, case, NAME, deltas, stream=True)
                for deltas in list(token_chunkings(token_pieces, seeds=2))[1:]]
-    RESULTS.setdefault(case.id, {})[NAME] = {"nonstream": nonstream, "stream": streams[0],
-                                             "all_streams_agree": all(s == streams[0]
-                                                                      for s in streams)}
     assert nonstream == want
     for got in streams:
         assert got == want
-
-
-@pytest.mark.parametrize("case", ALL)
-def test_served_by_sglang_with_builtin_gpt_oss(sglang_chat, case: Case, pieces) -> None:
-    """Records SGLang's own answer for the comparison; asserts only that it answered."""
-    nonstream = served(sglang_chat, case, "gpt-oss", None, stream=False)
-    stream = served(sglang_chat, case, "gpt-oss", pieces(case.text), stream=True)
-    RESULTS.setdefault(case.id, {})["gpt-oss"] = {"nonstream": nonstream, "stream": stream}
-    assert "finish_reason" in stream
 
 
 @pytest.mark.parametrize("options", [{"separate_reasoning": False}, {"no_reasoning_parser": True}])
@@ -358,170 +340,22 @@ def test_served_without_our_reasoning_parser_in_the_chain(sglang_chat, pieces, o
     assert finish == "tool_calls"
 
 
-# -- cost -------------------------------------------------------------------------------------
+# -- a long answer (its cost is recorded on the comparison page, not judged here) -----------
 
 
-def stream_seconds(parser: str, chars: int) -> float:
+def long_answer(chars: int) -> tuple[Case, list[str], str]:
+    """A final answer of ``chars`` characters after a short analysis, in 4-character deltas."""
     answer = ("All good here. " * (chars // 15 + 1))[:chars]
     head = ("<|channel|>analysis<|message|>Short.<|end|>"
             "<|start|>assistant<|channel|>final<|message|>")
-    case = Case("perf", head + answer, "")
     deltas = [head] + [answer[i : i + 4] for i in range(0, len(answer), 4)]
-    start = time.process_time()
-    got = chain_stream(case, parser, deltas)
-    seconds = time.process_time() - start
-    assert got["content"] == answer
-    return seconds
+    return Case("perf", head + answer, ""), deltas, answer
 
 
-def test_long_final_answer_timings_for_the_comparison_page() -> None:
-    ours_10k, ours_40k = stream_seconds(NAME, 10_000), stream_seconds(NAME, 40_000)
-    builtin_10k = stream_seconds("gpt-oss", 10_000)
-    # Recorded for the comparison page only; no timing is asserted (the machine is shared).
-    RESULTS["_perf"] = {"ours_10k": ours_10k, "ours_40k": ours_40k, "builtin_10k": builtin_10k}
-
-
-# -- the comparison document ------------------------------------------------------------------
-
-
-def cell(result: dict[str, Any]) -> str:
-    if "error" in result:
-        return "HTTP error"
-    parts = []
-    if result["reasoning"]:
-        parts.append(f"R {short(result['reasoning'])}")
-    if result["content"]:
-        parts.append(f"C {short(result['content'])}")
-    for name, arguments in result["calls"]:
-        parts.append(f"call {name} {short(arguments, 28)}")
-    parts.append(result["finish_reason"] or "?")
-    return " · ".join(parts)
-
-
-def short(text: str, limit: int = 40) -> str:
-    text = text if len(text) <= limit else text[: limit - 1] + "…"
-    return "`" + json.dumps(text, ensure_ascii=False)[1:-1].replace("|", "\\|") + "`"
-
-
-def differences(got: dict[str, Any], want: dict[str, Any]) -> list[str]:
-    if "error" in got:
-        return ["HTTP error"]
-    out = []
-    for key in ("reasoning", "content", "finish_reason"):
-        if got[key] != want[key]:
-            out.append(f"{key.replace('_', ' ')} wrong")
-    if got["calls"] != want["calls"]:
-        names = [n for n, _ in got["calls"]] == [n for n, _ in want["calls"]]
-        if names and all(_same_json(a, b) for (_, a), (_, b) in zip(got["calls"], want["calls"],
-                                                                      strict=True)):
-            out.append("arguments re-serialised")
-        elif len(got["calls"]) < len(want["calls"]):
-            out.append("call lost")
-        else:
-            out.append("calls wrong")
-    return out
-
-
-def _same_json(a: str, b: str) -> bool:
-    try:
-        return json.loads(a) == json.loads(b)
-    except ValueError:
-        return False
-
-
-def verdict(case: Case, ours: dict[str, Any], theirs: dict[str, Any]) -> str:
-    want = case.expected()
-    our_diff = differences(ours["nonstream"], want) + differences(ours["stream"], want)
-    if not ours["all_streams_agree"]:
-        our_diff.append("chunking changes the result")
-    notes = []
-    if our_diff:
-        notes.append("**harmony-ext wrong**: " + ", ".join(sorted(set(our_diff))))
-    non, st = differences(theirs["nonstream"], want), differences(theirs["stream"], want)
-    if not non and not st:
-        notes.append("both correct")
-    else:
-        if non == st:
-            notes.append("built-in: " + ", ".join(non))
-        else:
-            if non:
-                notes.append("built-in not streamed: " + ", ".join(non))
-            if st:
-                notes.append("built-in streamed: " + ", ".join(st))
-    return "; ".join(notes) if our_diff or notes != ["both correct"] else "both correct"
-
-
-def render_doc() -> str:
-    lines = [
-        "# harmony-ext vs SGLang's built-in gpt-oss parsers",
-        "",
-        "Generated by `tests/sglang/test_harmony_ext_parsers.py` (do not edit by hand); "
-        f"regenerate with `{REGENERATE}`.",
-        f"SGLang {sglang.__version__}, harmony-ext {harmony_plugins.__version__}, "
-        f"{date.today().isoformat()}.",
-        "",
-        "Each output below (Harmony text as SGLang's detokenizer passes it on, after the prompt's "
-        "`<|start|>assistant`) was served by SGLang's real `OpenAIServingChat` with only the model "
-        "scripted: `--tool-call-parser`/`--reasoning-parser` `harmony-ext`, then `gpt-oss`. "
-        "Columns show the non-streamed response (R reasoning, C content, calls, finish_reason); a "
-        "second line gives the streamed result (one token per delta) where it differs. The "
-        "verdict compares both with the contract (`harmony-contract.md`); the expected values "
-        "are a hand-written reading of the contract (`tests/sglang/sglang_cases.py`). "
-        "harmony-ext's rows are also checked "
-        "streamed in random token groups and, through the parser classes, in arbitrary "
-        "character splits.",
-        "",
-        "| case | harmony-ext | SGLang built-in (`gpt-oss`) | verdict |",
-        "|---|---|---|---|",
-    ]
-    for case in CASES:
-        ours, theirs = RESULTS[case.id][NAME], RESULTS[case.id]["gpt-oss"]
-        our_cell = cell(ours["nonstream"])
-        if ours["stream"] != ours["nonstream"]:
-            our_cell += f"<br>streamed: {cell(ours['stream'])}"
-        their_cell = cell(theirs["nonstream"])
-        if theirs["stream"] != theirs["nonstream"]:
-            their_cell += f"<br>streamed: {cell(theirs['stream'])}"
-        note = case.note.replace("|", "\\|")
-        lines.append(f"| `{case.id}`: {note} | {our_cell} | {their_cell} | "
-                     f"{verdict(case, ours, theirs)} |")
-    perf = RESULTS.get("_perf")
-    if perf:
-        lines += [
-            "",
-            "CPU time of the parser chain for a final answer streamed in 4-character deltas after "
-            "a short analysis, tools declared (this machine, one run):",
-            "",
-            "| | 10k characters | 40k characters |",
-            "|---|---|---|",
-            f"| harmony-ext | {perf['ours_10k']:.2f} s | {perf['ours_40k']:.2f} s |",
-            f"| SGLang `gpt-oss` | {perf['builtin_10k']:.2f} s | not run (quadratic: "
-            "7-8 s in docs/sglang-builtin-observations.md) |",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def test_zz_write_comparison_doc() -> None:
-    """Runs last in this module; renders the document only when every case was served.
-
-    It is written into the checkout only on purpose, with HARMONY_EXT_WRITE_DOCS=1 (a plain
-    test run leaves the checkout as it was).
-    """
-    missing = [c for c in CASE_IDS if set(RESULTS.get(c, {})) != {NAME, "gpt-oss"}]
-    if missing or "_perf" not in RESULTS:
-        pytest.skip(f"not every case ran ({len(missing)} missing); docs/sglang-comparison.md "
-                    "is only written from a full run")
-    text = render_doc()
-    old = DOC.read_text() if DOC.exists() else ""
-    # Rewrite only when something besides the date and the timings changed.
-    if _stable(old) != _stable(text) and os.environ.get("HARMONY_EXT_WRITE_DOCS") == "1":
-        DOC.write_text(text)
-    assert "harmony-ext wrong" not in text
-
-
-def _stable(text: str) -> list[str]:
-    return [line for line in text.splitlines()
-            if not line.startswith(("SGLang ", "| harmony-ext |", "| SGLang `gpt-oss` |"))]
+def test_a_long_final_answer_streams_whole() -> None:
+    case, deltas, answer = long_answer(40_000)
+    got = chain_stream(case, NAME, deltas)
+    assert got["content"] == answer and got["reasoning"] == "Short." and got["calls"] == []
 
 
 def test_results_are_built_unvalidated_here_and_equal_validated_ones(pieces, monkeypatch) -> None:

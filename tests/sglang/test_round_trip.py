@@ -9,9 +9,10 @@ The expected renderings are written out by hand below: calls in the canonical gp
 ``functions.NAME<|channel|>commentary to=assistant`` (either recipient place is valid Harmony),
 text as ordinary o200k tokens (a control-token spelling stays text).
 
-The same history also goes through SGLang's own ``gpt-oss`` parsers with the suite's stand-in chat
-template (gpt-oss's published template is not available offline): that is SGLang's own message
-processing, the "before". ``HARMONY_EXT_WRITE_DOCS=1`` writes both into docs/multi-turn-sglang.md.
+What SGLang's own ``gpt-oss`` parsers make of the same history (with the suite's stand-in chat
+template: gpt-oss's published template is not available offline), the "before", is recorded
+beside the "after" by the page generator ``bash pages/run.sh multi-turn-sglang``
+(pages/multi_turn_sglang.py, which writes docs/multi-turn-sglang.md from the helpers here).
 """
 
 from __future__ import annotations
@@ -42,8 +43,6 @@ from tests.renderings import (
 )
 from tests.sglang.sglang_cases import SHELL, WEATHER
 
-ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "multi-turn-sglang.md"
 NAME = "harmony-ext"
 USER = "What is the weather in Paris?"
 NEXT = ["<|channel|>final<|message|>Done."]  # any turn 2 will do: its prompt is checked
@@ -187,18 +186,6 @@ def prompt_ids(sglang_chat: Any, messages: list[dict[str, Any]], tools: list[dic
     return list(answer.manager.requests[0].input_ids)
 
 
-def before(sglang_chat: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]],
-           encoding: Any) -> str:
-    """SGLang's own path (``gpt-oss`` parsers, stand-in template): its prompt from the user's
-    message on, or the error it answers."""
-    answer = sglang_chat(NEXT, stream=False, tools=tools, messages=messages,
-                         tool_parser="gpt-oss", reasoning_parser="gpt-oss", send_raw=True)
-    if not answer.manager.requests:
-        return f"(no prompt: HTTP {answer.body.get('code')}: {answer.body.get('message')})"
-    text = show(encoding, list(answer.manager.requests[0].input_ids))
-    return text[text.index("<|start|>user"):]
-
-
 def split(ids: list[int], encoding: Any) -> tuple[list[int], list[int]]:
     """(system and developer part, the rest from the first user message on)."""
     marker = token_ids(encoding, [START, "user", MSG])
@@ -208,17 +195,12 @@ def split(ids: list[int], encoding: Any) -> tuple[list[int], list[int]]:
     raise AssertionError("no user message in the prompt")
 
 
-RENDERED: dict[str, dict[str, str]] = {}
-
-
 @pytest.mark.parametrize("trip", ROUND_TRIPS, ids=[t.id for t in ROUND_TRIPS])
 def test_round_trip(sglang_chat: Any, encoding: Any, trip: RoundTrip) -> None:
     messages = history(sglang_chat, trip)
     want = token_ids(encoding, [*user(USER), *trip.expected, START, "assistant"])
     got = prompt_ids(sglang_chat, messages, list(trip.tools))
     head, tail = split(got, encoding)
-    RENDERED[trip.id] = {"before": before(sglang_chat, messages, list(trip.tools), encoding),
-                         "after": show(encoding, tail)}
     assert show(encoding, tail) == show(encoding, want)
     assert tail == want  # token by token: tool text stays text
     header = encoding.decode(head)
@@ -248,27 +230,31 @@ def test_system_and_developer_part(sglang_chat: Any, encoding: Any) -> None:
                          "<|start|>assistant")
 
 
-def test_analysis_is_dropped_after_a_final_answer(sglang_chat: Any, encoding: Any) -> None:
-    """Chain of thought is carried through the tool turn and dropped once answered."""
-    trip = ROUND_TRIPS[0]
-    messages = history(sglang_chat, trip)
+def answered(sglang_chat: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The tool turn of ``preamble_call``, then its answer sent back with a new user message:
+    (the answer's message, the messages for the turn after)."""
+    messages = history(sglang_chat, ROUND_TRIPS[0])
     answer = sglang_chat(["<|channel|>analysis<|message|>Got it.<|end|><|start|>assistant"
                           "<|channel|>final<|message|>Sunny in Paris."], stream=False,
                          tools=[WEATHER], messages=messages, tool_parser=NAME,
                          reasoning_parser=NAME)
     message = answer.body["choices"][0]["message"]
-    assert message["content"] == "Sunny in Paris." and message["reasoning_content"] == "Got it."
     messages += [{"role": "assistant", "content": message["content"],
                   "reasoning_content": message["reasoning_content"]},
                  {"role": "user", "content": "Thanks!"}]
+    return message, messages
+
+
+def test_analysis_is_dropped_after_a_final_answer(sglang_chat: Any, encoding: Any) -> None:
+    """Chain of thought is carried through the tool turn and dropped once answered."""
+    message, messages = answered(sglang_chat)
+    assert message["content"] == "Sunny in Paris." and message["reasoning_content"] == "Got it."
     want = token_ids(encoding, [
         *user(USER), *preamble("Checking now."), *call("get_weather", PARIS),
         *result("get_weather", HOT), *final("Sunny in Paris."), *user("Thanks!"),
         START, "assistant"])
     got = prompt_ids(sglang_chat, messages, [WEATHER])
     _, tail = split(got, encoding)
-    RENDERED["final_answer"] = {"before": before(sglang_chat, messages, [WEATHER], encoding),
-                                "after": show(encoding, tail)}
     assert show(encoding, tail) == show(encoding, want)
     assert tail == want
 
@@ -447,69 +433,3 @@ def test_offline_the_vocabulary_comes_from_harmony_ext(monkeypatch: pytest.Monke
         render.loaded_encoding.cache_clear()
     assert ids and folders == ["", str(tmp_path)]
     assert (tmp_path / "o200k_base.tiktoken").stat().st_size > 1_000_000
-
-
-def test_zz_write_doc(tmp_path: Path) -> None:
-    """Render docs/multi-turn-sglang.md (into the checkout only with HARMONY_EXT_WRITE_DOCS=1)."""
-    from importlib.metadata import version
-
-    missing = [t.id for t in ROUND_TRIPS if t.id not in RENDERED]
-    if missing or "final_answer" not in RENDERED:
-        pytest.skip(f"partial run ({(missing or ['final_answer'])[0]} missing): {DOC.name} "
-                    "left as it is")
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
-    lines = [
-        "# Multi-turn on SGLang: the turn sent back, as the model reads it",
-        "",
-        f"Generated on {now} against SGLang {version('sglang')} (its real `OpenAIServingChat`, "
-        "the model replaced by a scripted stand-in) by `tests/sglang/test_round_trip.py`; "
-        "regenerate with",
-        "`HARMONY_EXT_WRITE_DOCS=1 .venv-sglang/bin/python -m pytest -p no:cacheprovider "
-        "tests/sglang/test_round_trip.py`.",
-        "",
-        "Turn 1 is parsed by harmony-ext; the parsed message goes back with the tool results, as",
-        "an agent loop sends it. Each block is the end of the prompt SGLang hands the model for",
-        "turn 2, from the user's message on (the system and developer messages are left out).",
-        "`<|end|>` is a control token; `<\\|end\\|>` is the same spelling as ordinary text tokens.",
-        "",
-        "*After*: `--tool-call-parser harmony-ext --reasoning-parser harmony-ext` on a gpt-oss",
-        "model: harmony-ext renders the prompt with `openai_harmony` (`sglang_ext/history.py`).",
-        "The tests hold it to a rendering written by hand from contract section 8, token by",
-        "token. Calls use gpt-oss's canonical header (as vLLM 0.32/0.33 render it too):",
-        "",
-        "    <|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>ARGS<|call|>",
-        "",
-        "openai_harmony 0.0.11 on its own writes the newer form, which gpt-oss can echo back as",
-        "a malformed header:",
-        "",
-        "    <|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json"
-        "<|message|>",
-        "",
-        "*Before*: SGLang's own `gpt-oss` parsers, i.e. SGLang's chat-template path. gpt-oss's",
-        "published chat template is not available offline, so this runs with the test suite's",
-        "stand-in template (each message as `<|start|>ROLE<|message|>CONTENT<|end|>`, string",
-        "content only): it shows what SGLang itself does to the messages before any template",
-        "(a `reasoning` key is dropped by its request model; call arguments are parsed into a",
-        "dict, and arguments that are not a JSON object are answered with HTTP 400), not what",
-        "gpt-oss's own template would print. Of that template, public reports say: it reads",
-        "analysis from a `thinking` key (SGLang passes `reasoning_content`, so it is lost),",
-        "renders `content` of a tool-calling turn as analysis (the preamble becomes analysis),",
-        "raises when both are present, and writes `arguments|tojson` (a string argument becomes",
-        "a quoted JSON string).",
-        "",
-    ]
-    for trip in ROUND_TRIPS:
-        r = RENDERED[trip.id]
-        lines += [f"## `{trip.id}`: {trip.title}", "",
-                  f"Model output ({'streamed' if trip.stream else 'not streamed'}): "
-                  f"`{trip.script}`", "", "Before:", "", "```", r["before"], "```", "",
-                  "After:", "", "```", r["after"], "```", ""]
-    r = RENDERED["final_answer"]
-    lines += ["## `final_answer`: the analysis dropped after a final answer", "",
-              "The tool turn of `preamble_call`, then the answer (analysis `Got it.`, final",
-              "`Sunny in Paris.`) sent back with a new user message.", "", "Before:", "",
-              "```", r["before"], "```", "", "After:", "", "```", r["after"], "```", ""]
-    text = "\n".join(lines)
-    target = DOC if os.environ.get("HARMONY_EXT_WRITE_DOCS") == "1" else tmp_path / DOC.name
-    target.write_text(text)
-    assert text.count("## `") == len(ROUND_TRIPS) + 1

@@ -1,0 +1,136 @@
+"""docs/vllm-comparison.md: harmony-ext against vLLM's built-in gpt-oss parsing.
+
+    bash pages/run.sh vllm-comparison        # .venv-vllm; writes docs/vllm-comparison.md
+
+Starts two tiny CPU vLLM servers (``scripts/vllm_tiny_server.sh``, as the tests do): one with
+``--tool-call-parser harmony-ext --reasoning-parser harmony-ext``, one with vLLM's ``openai`` /
+``openai_gptoss``; puts every case of ``tests/e2e_vllm/cases.py`` through both, chat streamed
+and not, and the Responses API for the cases marked so; records what each returns and writes
+the page. Nothing is judged here: ``tests/e2e_vllm/test_harmony_ext_server.py`` holds
+harmony-ext to the contract. The servers' logs go to a temporary folder (shown on a failed
+start); nothing but the page (``--out``) is written. About two server starts (a minute or two
+on 2 cores) and a minute of requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.e2e_vllm.cases import (  # noqa: E402
+    CASES,
+    CASES_BY_ID,
+    RESPONSES_CASES,
+    finish_reason_bug,
+    render_modes,
+    responses_as_chat,
+    run_chat,
+    run_responses,
+    server_version,
+    verdict,
+)
+from tests.e2e_vllm.conftest import BUILTIN_ENV, STORE_ENV, tiny_vllm_server  # noqa: E402
+
+COMMAND = "bash pages/run.sh vllm-comparison"
+ROW_KEYS = [f"chat:{c.id}" for c in CASES] + [f"responses:{c.id}" for c in RESPONSES_CASES]
+
+
+def client_for(base_url: str) -> Any:
+    import openai
+
+    return openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0)
+
+
+def record(ext_url: str, builtin_url: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """row key -> server ("ext" / "builtin") -> mode ("nonstream" / "stream") -> outcome."""
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    for server, url in (("ext", ext_url), ("builtin", builtin_url)):
+        client = client_for(url)
+        for case in CASES:
+            results.setdefault(f"chat:{case.id}", {})[server] = {
+                "nonstream": run_chat(client, case, stream=False).outcome,
+                "stream": run_chat(client, case, stream=True).outcome}
+        for case in RESPONSES_CASES:
+            results.setdefault(f"responses:{case.id}", {})[server] = {
+                "nonstream": responses_as_chat(run_responses(client, case, stream=False).outcome),
+                "stream": responses_as_chat(run_responses(client, case, stream=True).outcome)}
+        print(f"{server}: {len(CASES)} chat and {len(RESPONSES_CASES)} Responses cases recorded",
+              file=sys.stderr)
+    return results
+
+
+def comparison_doc(version: str, results: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """The markdown page, from what :func:`record` returned."""
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        "# harmony-ext vs vLLM's built-in gpt-oss parsing",
+        "",
+        f"Generated on {now} against vLLM {version} (CPU build, tiny random gpt-oss model",
+        "with scripted output). Do not edit by hand; regenerate with",
+        "",
+        "```bash",
+        COMMAND,
+        "```",
+        "",
+        "(`pages/vllm_comparison.py`, which starts both servers and records what each",
+        "returns, judging nothing.) Each case is one model output forced through the real",
+        "OpenAI server, once with `--tool-call-parser harmony-ext --reasoning-parser",
+        "harmony-ext` and once with vLLM's `--tool-call-parser openai --reasoning-parser",
+        "openai_gptoss`, each streamed and not; a cell shows both when they disagree. The",
+        "verdict says how the built-in result differs from harmony-ext's (which the tests,",
+        "`tests/e2e_vllm/test_harmony_ext_server.py`, hold to `harmony-contract.md`). Case",
+        "definitions: `tests/e2e_vllm/cases.py`.",
+        "",
+        "| case | harmony-ext result | vLLM built-in result | verdict |",
+        "|---|---|---|---|",
+    ]
+    for key in ROW_KEYS:
+        api, case_id = key.split(":", 1)
+        case = CASES_BY_ID[case_id]
+        ours, theirs = results[key]["ext"], results[key]["builtin"]
+        label = f"{'Responses' if api == 'responses' else 'chat'}: `{case.id}` {case.title}"
+        lines.append(f"| {label.replace('|', chr(92) + '|')} | {render_modes(ours)} | "
+                     f"{render_modes(theirs)} | {verdict(ours, theirs)} |")
+    notes = [c for c in CASES if c.nonstream_finish_by_vllm and finish_reason_bug(version)]
+    if notes:
+        lines += ["", "Not the parsers' doing: " + "; ".join(
+            f"in `{c.id}` the non-streamed finish_reason `{c.nonstream_finish_by_vllm}` "
+            f"(the contract says `{c.finish_reason}`) is set by vLLM's chat serving, which "
+            "reports `tool_calls` whenever the parser returns a call" for c in notes) + "."]
+    lines += ["", "## Model outputs", ""]
+    for case in CASES:
+        options = {**case.request, **case.extra_body}
+        if case.tools:
+            options["tools"] = list(case.tools)
+        extra = f" (request: `{json.dumps(options)}`)" if options else ""
+        lines.append(f"- `{case.id}`{extra}: `{case.script}`")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "vllm-comparison.md")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="vllm-comparison-") as folder:
+        logs = Path(folder)
+        with tiny_vllm_server(logs / "harmony-ext.log", env=STORE_ENV) as ext, \
+                tiny_vllm_server(logs / "builtin.log", env=BUILTIN_ENV) as builtin:
+            version = server_version(ext)
+            results = record(ext, builtin)
+    text = comparison_doc(version, results)
+    assert text.count("\n| ") == len(ROW_KEYS) + 1, "one row per case"
+    args.out.write_text(text)
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
