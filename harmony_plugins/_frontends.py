@@ -87,8 +87,11 @@ class IdsInput:
             token = ids[0]
             if token.__class__ is not int:
                 ids = checked_ids(ids)
-            elif not self.pending:
-                piece = self.table[token] if 0 <= token < self.size else None
+            elif not self.pending and token >= 0:
+                try:
+                    piece = self.table[token]
+                except IndexError:  # outside the vocabulary: the general path counts it
+                    piece = None
                 if piece.__class__ is str:
                     return self.machine.alone(piece, 1)
         elif not _INT_ONLY.issuperset(map(type, ids)):
