@@ -58,13 +58,8 @@ def harmony_message(begin: MessageBegin, text: str) -> Any:
     carries nothing (a call's empty body is ``{}``, never empty)."""
     if not text:
         return None
-    oh = _harmony()
-    message = oh.Message.from_role_and_content(oh.Role.ASSISTANT, text).with_channel(begin.channel)
-    if begin.recipient is not None:
-        message = message.with_recipient(begin.recipient)
-    if begin.content_type is not None:
-        message = message.with_content_type(begin.content_type)
-    return message
+    return _message(_harmony().Role.ASSISTANT, None, text, begin.channel, begin.recipient,
+                    begin.content_type)
 
 
 def prompt_message(message: Any) -> Any:
@@ -72,20 +67,27 @@ def prompt_message(message: Any) -> Any:
     text body, as :func:`~harmony_plugins.item_messages` returns) as the
     ``openai_harmony.Message`` an engine renders: author (a tool result's ``functions.NAME``),
     channel, recipient and content type as the core gave them."""
+    author = message.author if message.author and message.author != message.role else None
+    return _message(_harmony().Role(message.role), author, message.body, message.channel,
+                    message.recipient, message.content_type)
+
+
+def _message(role: Any, author: str | None, text: str, channel: str | None,
+             recipient: str | None, content_type: str | None) -> Any:
+    """An ``openai_harmony.Message`` from its parts (``author``: a name other than the role's,
+    as a tool result's ``functions.NAME``; None parts are left unset)."""
     oh = _harmony()
-    role = oh.Role(message.role)
-    if message.author and message.author != message.role:
-        out = oh.Message.from_author_and_content(oh.Author.new(role, message.author),
-                                                 message.body)
+    if author is not None:
+        message = oh.Message.from_author_and_content(oh.Author.new(role, author), text)
     else:
-        out = oh.Message.from_role_and_content(role, message.body)
-    if message.channel is not None:
-        out = out.with_channel(message.channel)
-    if message.recipient is not None:
-        out = out.with_recipient(message.recipient)
-    if message.content_type is not None:
-        out = out.with_content_type(message.content_type)
-    return out
+        message = oh.Message.from_role_and_content(role, text)
+    if channel is not None:
+        message = message.with_channel(channel)
+    if recipient is not None:
+        message = message.with_recipient(recipient)
+    if content_type is not None:
+        message = message.with_content_type(content_type)
+    return message
 
 
 class StreamableParser:
@@ -370,11 +372,10 @@ class _Foreign:
     author (a role, or a tool's name), ``to=`` recipient, channel and content type, and its
     body up to ``<|end|>``."""
 
-    __slots__ = ("oh", "role", "name", "recipient", "channel", "content_type", "kind",
+    __slots__ = ("role", "name", "recipient", "channel", "content_type", "kind",
                  "section", "body", "in_body")
 
     def __init__(self, oh: Any, author: str, rest: list[str]) -> None:
-        self.oh = oh
         roles = {r.value: r for r in oh.Role}
         self.role = roles.get(author, oh.Role.TOOL)
         self.name = None if author in roles else author
@@ -404,20 +405,8 @@ class _Foreign:
                 self.content_type = word
 
     def message(self) -> Any:
-        oh = self.oh
-        text = _decoded(self.body)
-        if self.name is not None:
-            message = oh.Message.from_author_and_content(oh.Author.new(self.role, self.name),
-                                                         text)
-        else:
-            message = oh.Message.from_role_and_content(self.role, text)
-        if self.channel is not None:
-            message = message.with_channel(self.channel)
-        if self.recipient is not None:
-            message = message.with_recipient(self.recipient)
-        if self.content_type is not None:
-            message = message.with_content_type(self.content_type)
-        return message
+        return _message(self.role, self.name, _decoded(self.body), self.channel, self.recipient,
+                        self.content_type)
 
 
 def _decoded(pieces: list[bytes]) -> str:

@@ -123,11 +123,9 @@ class HarmonyExtParser(HarmonyParser):
         *,
         finished: bool,
     ) -> DeltaMessage | None:
-        turn = self._turn or self._start(request)
-        if finished:
-            step = turn.feed_ids(delta_token_ids, "unknown")
-            self._fed += len(delta_token_ids)
-            self._ended(turn)
+        turn = self._turn
+        if turn is None or finished:
+            step = self._feed(delta_token_ids, request, finished)
         else:  # the decode step of every request: as little as possible
             step = turn.feed_ids(delta_token_ids)
             self._fed += len(delta_token_ids)
