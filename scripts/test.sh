@@ -62,7 +62,8 @@ tier() {  # tier ENGINE VENV MODULE HOW STATUS SKIP-TIER: one row of the version
 outcome() { (($1 == 0)) && echo passed || echo FAILED; }
 disk_room() {  # fail early, and say why, when the engine venvs still to build cannot fit
     local need=0 free entry
-    # GiB each venv takes once built, measured from a fresh clone; pip unpacks on top of that.
+    # GiB each venv takes once built, rounded up from a fresh clone's 2.5, 0.6, 6.1 and 6.0;
+    # pip needs about 2 GiB more to unpack into while it installs.
     for entry in .venv-vllm:3 .venv-vllm-0.33:1 .venv-sglang:7 .venv-sglang-0.5.22:7; do
         [[ -x ${entry%%:*}/bin/python ]] || need=$((need + ${entry##*:}))
     done
