@@ -26,7 +26,7 @@ from ._events import (
 )
 from ._openai import ChatResult
 from ._parser import StreamParser, parse_ids, parse_text
-from ._steps import CallDelta, Step, fold
+from ._steps import STEPS, Builders, CallDelta, Step, fold
 from ._switches import pass_undeclared, switch
 from ._tools import chat_request_tools
 from ._turn import Request, Summary, Turn, count_reasoning_tokens
@@ -47,6 +47,8 @@ __version__ = "0.1.0"
 """The release; pyproject.toml reads it from here (CHANGELOG.md names the same)."""
 
 __all__ = [
+    "STEPS",
+    "Builders",
     "CallDelta",
     "ChatResult",
     "ContentText",

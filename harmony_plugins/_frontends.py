@@ -99,6 +99,23 @@ class IdsInput:
         self._feed(ids)
         return None
 
+    def made(self, ids: Any) -> Any:
+        """As :meth:`feed`, for ``Turn.decode_ids``: a delta of one ordinary token returns what
+        the machine's builder made of it (``Machine.made``); None otherwise (the step is in the
+        collector) or when there is nothing to show."""
+        if ids.__class__ is list and len(ids) == 1 and not self.pending:
+            token = ids[0]
+            if token.__class__ is int and token >= 0:
+                try:
+                    piece = self.table[token]
+                except IndexError:
+                    piece = None
+                if piece.__class__ is str:
+                    return self.machine.made(piece, 1)
+        # Not one ordinary token: feed() takes the general path, which returns no step.
+        self.feed(ids)
+        return None
+
     def _feed(self, ids: list[int]) -> None:
         """Runs of ordinary tokens, each passed on at once, and the markers between them."""
         table, size, machine = self.table, self.size, self.machine

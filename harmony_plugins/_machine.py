@@ -92,7 +92,7 @@ from ._arguments import ArgumentCutter
 from ._checks import ArgumentChecker
 from ._events import ToolCallEnd
 from ._leaks import LeakScanner
-from ._steps import EMPTY, CallDelta, Collector, Step
+from ._steps import EMPTY, STEPS, Builders, CallDelta, Collector, Step
 from ._tools import recipient as recipient_of
 
 _tuple_new = tuple.__new__  # builds a Step without NamedTuple's keyword handling
@@ -170,13 +170,14 @@ class Body:
     machine hands each piece of text to the body, which sends it on (:meth:`take`), and the
     body closes itself when a marker or the end of the stream ends it (:meth:`end`)."""
 
-    __slots__ = ("machine", "out")
+    __slots__ = ("machine", "out", "build")
     state = BODY
     route = DROP
 
     def __init__(self, machine: Machine) -> None:
         self.machine = machine
         self.out = machine.out
+        self.build = machine.build
 
     def take(self, text: str, tokens: int) -> None:
         raise NotImplementedError
@@ -184,6 +185,11 @@ class Body:
     def alone(self, text: str, tokens: int) -> Step:
         """The step of a feed that is this one piece of text (the usual decode step), built
         directly; called only while the collector holds nothing and keeps no events."""
+        raise NotImplementedError
+
+    def made(self, text: str, tokens: int) -> Any:
+        """As :meth:`alone`, the step built by the turn's :class:`Builders` (None: nothing to
+        show, or the step is in the collector)."""
         raise NotImplementedError
 
     def end(self, by: str) -> None:
@@ -202,6 +208,10 @@ class ReasoningBody(Body):
     def alone(self, text: str, tokens: int) -> Step:
         self.out.reasoning_tokens += tokens
         return _tuple_new(Step, (text, "", (), (), (), (), None, ()))
+
+    def made(self, text: str, tokens: int) -> Any:
+        self.out.reasoning_tokens += tokens
+        return self.build.reasoning(text)
 
 
 class ContentBody(Body):
@@ -227,6 +237,14 @@ class ContentBody(Body):
             self.machine.leaked(found)
             return self.out.step()
         return _tuple_new(Step, ("", text, (), (), (), (), None, ()))
+
+    def made(self, text: str, tokens: int) -> Any:
+        found = self.scanner.feed(text)
+        if found:
+            self.out.content(text)
+            self.machine.leaked(found)
+            return None
+        return self.build.content(text)
 
     def end(self, by: str) -> None:
         found = self.scanner.close()
@@ -259,6 +277,10 @@ class CallBody(Body):
             return EMPTY
         call = _tuple_new(CallDelta, (self.index, None, None, piece))
         return _tuple_new(Step, ("", "", (call,), (), (), (), None, ()))
+
+    def made(self, text: str, tokens: int) -> Any:
+        piece = self.cutter.feed(text)
+        return self.build.arguments(self.index, piece) if piece else None
 
     def end(self, by: str) -> None:
         machine, cutter, out = self.machine, self.cutter, self.out
@@ -294,6 +316,10 @@ class DropBody(Body):
         self.dropped.append(text)
         return EMPTY
 
+    def made(self, text: str, tokens: int) -> Any:
+        self.dropped.append(text)
+        return None
+
     def end(self, by: str) -> None:
         self.machine.recover(self.rule, "".join(self.dropped))
 
@@ -323,7 +349,7 @@ class Machine:
     __slots__ = (
         "tools", "spaced", "checker", "new_id", "pass_undeclared", "tools_unknown",
         "any_recipient", "builtins", "out",
-        "at", "alone",
+        "build", "at", "alone", "made",
         "after_call", "stop_reason", "calls", "seen_marker", "recoveries",
         "outcomes", "leaks", "maybe_calls",
     )
@@ -338,6 +364,7 @@ class Machine:
         any_recipient: bool = False,
         builtins: frozenset[str] = frozenset(),
         out: Collector | None = None,
+        build: Builders = STEPS,
     ) -> None:
         self.tools = tools
         self.any_recipient = any_recipient
@@ -348,6 +375,7 @@ class Machine:
         self.pass_undeclared = pass_undeclared
         self.tools_unknown = tools_unknown
         self.out = out if out is not None else Collector()
+        self.build = build  # what :attr:`made` builds
         self.at: Header | Body | Done = Header(False)
         """The state, as the object holding its data."""
         self.alone: Callable[[str, int], Step] = self._alone
@@ -355,6 +383,9 @@ class Machine:
         return its step: the usual decode step. In a body, when the turn keeps no events,
         this is the body's own ``alone``, which builds the step directly; a front end calls
         it only as a whole feed, with the collector empty (the turn takes every step)."""
+        self.made: Callable[[str, int], Any] = self._made
+        """As :attr:`alone`, the step built by :attr:`build` (``Turn.decode_ids``); None when
+        there is nothing to show or the step is in the collector."""
         self.after_call = False  # a <|call|> was seen: only calls may follow
         self.stop_reason: str | None = None
         self.calls = 0
@@ -394,6 +425,10 @@ class Machine:
         """:attr:`alone` outside a body (or keeping events): the text, then the step."""
         self.text(text, tokens)
         return self.out.step()
+
+    def _made(self, text: str, tokens: int = 0) -> None:
+        """:attr:`made` outside a body (or keeping events): the text, to the collector."""
+        self.text(text, tokens)
 
     def marker(self, marker: int) -> None:
         """Take the next control token."""
@@ -483,14 +518,17 @@ class Machine:
 
     def _to_header(self, role_given: bool, kind: int = hdr.ROLE, free: bool = False) -> None:
         self.at = Header(role_given, kind, free)
-        self.alone = self._alone
+        self.alone, self.made = self._alone, self._made
 
     def _to_body(self, body: Body) -> None:
         self.at = body
-        self.alone = body.alone if self.out.events is None else self._alone
+        if self.out.events is None:
+            self.alone, self.made = body.alone, body.made
+        else:
+            self.alone, self.made = self._alone, self._made
 
     def _to_done(self) -> None:
-        self.alone = self._alone
+        self.alone, self.made = self._alone, self._made
         if not isinstance(self.at, Done):  # a turn closed after it ended keeps its text
             self.at = Done()
 
@@ -678,7 +716,7 @@ class Machine:
     def _end_body(self, body: Body, marker: int | None) -> None:
         """Close the body; ``marker`` ended it (None: the end of the stream)."""
         body.end(_ENDED_BY[marker])  # the caller moves to the next state
-        self.alone = self._alone
+        self.alone, self.made = self._alone, self._made
 
     def _stop(self, marker: int) -> None:
         """After a message ended by ``marker`` (end, call, return or end of text)."""

@@ -72,6 +72,46 @@ class Step(NamedTuple):
 EMPTY = Step()
 """The step of a feed that produced nothing."""
 
+
+class Builders(NamedTuple):
+    """What a caller builds from a turn's output, for :meth:`~harmony_plugins.Turn.decode_ids`.
+
+    The usual decode step is one piece of one kind; its object is built straight from the
+    piece, with no :class:`Step` made: ``reasoning(text)``, ``content(text)``,
+    ``arguments(index, text)`` (a piece of the arguments of call ``index``, begun in an earlier
+    step). Any other step is handed whole to ``step(step)``. A builder returns what the caller
+    hands its engine, None for nothing to show (a piece builder that returns None is then
+    given the step too, which is :data:`EMPTY`). An engine builds one object per decode step;
+    these let it build that object and nothing else.
+    """
+
+    reasoning: Callable[[str], Any]
+    content: Callable[[str], Any]
+    arguments: Callable[[int, str], Any]
+    step: Callable[[Step], Any]
+
+
+def _reasoning_step(text: str) -> Step:
+    return _tuple_new(Step, (text, "", (), (), (), (), None, ()))
+
+
+def _content_step(text: str) -> Step:
+    return _tuple_new(Step, ("", text, (), (), (), (), None, ()))
+
+
+def _arguments_step(index: int, text: str) -> Step:
+    call = _tuple_new(CallDelta, (index, None, None, text))
+    return _tuple_new(Step, ("", "", (call,), (), (), (), None, ()))
+
+
+def _same(step: Step) -> Step:
+    return step
+
+
+STEPS = Builders(_reasoning_step, _content_step, _arguments_step, _same)
+"""The builders of :class:`Step` s: :meth:`~harmony_plugins.Turn.decode_ids` then gives what
+:meth:`~harmony_plugins.Turn.feed_ids` gives."""
+
 # What a feed touched, as bits: the common steps (one kind of text) are built directly.
 _R, _C, _A, _OTHER = 1, 2, 4, 8
 

@@ -24,7 +24,7 @@ from typing import Any
 from ._events import ReasoningText
 from ._frontends import IdsInput, TextInput, checked_ids
 from ._machine import Machine
-from ._steps import EMPTY, Collector, Step, fold
+from ._steps import EMPTY, STEPS, Builders, Collector, Step, fold
 from ._tools import builtin_names, declared_tools, tool_names, tool_schemas
 from .vocab import Vocab
 
@@ -120,6 +120,7 @@ class Turn:
     reaches the caller of the feed that closed the turn). ``events=True``: each step also
     carries its events in order (``Step.events``; the Responses API wants the message
     boundaries); without it no event object is built, only the step's joined parts.
+    ``build``: what :meth:`decode_ids` builds (:class:`Builders`; default: steps).
 
     The turn owns its front end (ids or text), its state machine and the collector the
     machine hands its output to; a feed is one call into the front end, and the step is
@@ -128,12 +129,13 @@ class Turn:
     and text, raises RuntimeError.
     """
 
-    __slots__ = ("request", "_encoding", "_id_factory", "_observer", "_events", "_machine",
-                 "_out", "_front", "_ids", "_text", "_fed", "_finish", "summary")
+    __slots__ = ("request", "_encoding", "_id_factory", "_observer", "_events", "_build",
+                 "_machine", "_out", "_front", "_ids", "_text", "_fed", "_finish", "summary")
 
     def __init__(self, request: Request, encoding: Vocab | None = None, *,
                  id_factory: Callable[[], str] | None = None,
-                 observer: Observer | None = None, events: bool = False) -> None:
+                 observer: Observer | None = None, events: bool = False,
+                 build: Builders = STEPS) -> None:
         if id_factory is not None and not callable(id_factory):
             raise TypeError("id_factory must be a callable returning a call id")
         self.request = request
@@ -141,6 +143,7 @@ class Turn:
         self._id_factory = id_factory
         self._observer = observer
         self._events = events
+        self._build = build
         self._machine: Machine | None = None
         self._out = Collector(events)  # where the machine puts what each feed produces
         self._front: IdsInput | TextInput | None = None
@@ -165,7 +168,7 @@ class Turn:
         machine = self._machine = Machine(
             tool_names(declared), self._id_factory, request.pass_undeclared,
             tool_schemas(declared), not request.tools_known, request.any_recipient,
-            builtin_names(declared), self._out)
+            builtin_names(declared), self._out, self._build)
         return machine
 
     @property
@@ -261,6 +264,19 @@ class Turn:
             self._fed.append(ids)
         step = front.feed(ids)
         return self._last(finish, step)
+
+    def decode_ids(self, ids: list[int]) -> Any:
+        """One decode step's ids (not the last: :meth:`feed_ids` with ``finish`` ends the
+        turn), its step built by the turn's ``build``: a step that is one piece of one kind
+        comes straight from that piece's builder, with no :class:`Step` made (the usual decode
+        step); any other through ``build.step``. Otherwise as :meth:`feed_ids`."""
+        front = self._ids
+        if front is not None:
+            made = front.made(ids)
+            if made is not None:
+                return made
+            return self._build.step(self._out.step())
+        return self._build.step(self.feed_ids(ids))
 
     def feed_text(self, text: str, finish: str | None = None) -> Step:
         """One step's text (markers spelled literally); ``finish`` as in :meth:`feed_ids`.

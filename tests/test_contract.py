@@ -11,6 +11,7 @@ client) are marked ``AMBIGUOUS:`` here and in ``contract_cases.py``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -23,13 +24,18 @@ import pytest
 
 from harmony_ext_testing.deltas import merge_deltas
 from harmony_plugins import (
+    Builders,
+    CallDelta,
     ChatResult,
     EndOfTurn,
     Recovery,
+    Request,
+    Step,
     StreamParser,
     ToolCallArguments,
     ToolCallBegin,
     ToolCallEnd,
+    Turn,
     parse_ids,
     parse_text,
 )
@@ -207,6 +213,41 @@ def test_any_cut(case: Case):
                 chunks(case.text, rng, 9), "text", case.tools, case.finish)
             check_events(events)
             assert norm(merged) == case.expected(), f"text, seed {seed}"
+
+
+def _tagging_builders() -> Builders:
+    """Builders that say which path built each step, and build it as the contract's Step."""
+    return Builders(
+        lambda text: ("reasoning", Step(reasoning=text)),
+        lambda text: ("content", Step(content=text)),
+        lambda index, text: ("arguments", Step(calls=(CallDelta(index, None, None, text),))),
+        lambda step: ("step", step))
+
+
+def _numbered_ids():
+    numbers = itertools.count(1)
+    return lambda: f"call_{next(numbers)}"
+
+
+@pytest.mark.parametrize("case", _params("ids"))
+def test_decode_ids_builds_the_steps_feed_ids_gives(case: Case):
+    """Turn.decode_ids with a caller's builders: delta by delta the step feed_ids gives (one
+    token per delta, and random cuts), and together the contract's result."""
+    ids = ids_of(case)
+    rng = random.Random(case.id)
+    for units in ([ids[i:i + 1] for i in range(len(ids))], chunks(ids, rng, 5)):
+        plain = Turn(Request(case.tools), id_factory=_numbered_ids())
+        built = Turn(Request(case.tools), id_factory=_numbered_ids(), build=_tagging_builders())
+        result = ChatResult()
+        for unit in units:
+            kind, step = built.decode_ids(unit)
+            assert step == plain.feed_ids(unit), (kind, unit)
+            result.add(step)
+        last = built.close(case.finish)
+        assert last == plain.close(case.finish)
+        result.add(last)
+        assert built.reasoning_tokens == plain.reasoning_tokens
+        assert norm(result.message()) == case.expected()
 
 
 DROPPED = [pytest.param(c, id=c.id, marks=_marks(c)) for c in CASES if c.dropped]

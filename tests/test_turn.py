@@ -6,10 +6,20 @@ import logging
 
 import pytest
 
-from harmony_plugins import ChatResult, Request, Step, StreamParser, Turn, rules
+from harmony_plugins import (
+    Builders,
+    ChatResult,
+    Request,
+    Step,
+    StreamParser,
+    ToolCallEnd,
+    Turn,
+    rules,
+)
 from harmony_plugins._steps import EMPTY, CallDelta
 from harmony_plugins._switches import switch
 from harmony_plugins._tools import declared_tools
+from harmony_plugins.vocab import o200k
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather",
@@ -285,3 +295,56 @@ def test_chat_request_tools_include_those_on_system_and_developer_messages():
     ]}
     assert chat_request_tools(request) == [WEATHER, time]
     assert chat_request_tools({"messages": []}) == []
+
+
+def _tagging(hide_reasoning: bool = False) -> Builders:
+    """Builders that say which path built each step (None: a reasoning builder that hides)."""
+    return Builders(
+        (lambda text: None) if hide_reasoning else (lambda text: ("reasoning", text)),
+        lambda text: ("content", text),
+        lambda index, text: ("arguments", index, text),
+        lambda step: ("step", step))
+
+
+ANALYSIS_THEN_CALL = "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant" + CALL
+
+
+def _one_token_deltas(text: str) -> list[list[int]]:
+    return [[i] for i in o200k.tiktoken_encoding().encode(text, allowed_special="all")]
+
+
+def test_decode_ids_builds_one_piece_steps_with_their_builders_and_the_rest_whole():
+    turn = Turn(Request([WEATHER]), id_factory=lambda: "call_1", build=_tagging())
+    got = [turn.decode_ids(delta) for delta in _one_token_deltas(ANALYSIS_THEN_CALL)]
+    assert [g for g in got if g[0] != "step"] == [
+        ("reasoning", "Think"), ("reasoning", "."),
+        ("arguments", 0, '{"'), ("arguments", 0, "city"), ("arguments", 0, '":'),
+        ("arguments", 0, ' "'), ("arguments", 0, "Paris"), ("arguments", 0, '"}')]
+    whole = [g[1] for g in got if g[0] == "step" and g[1] is not EMPTY]
+    # the call begins at its <|message|>; <|call|> ends it
+    assert [(s.calls, s.ended) for s in whole] == [
+        ((CallDelta(0, "call_1", "get_weather", ""),), ()),
+        ((), (ToolCallEnd(0, '{"city": "Paris"}', rules.SURFACED),))]
+    assert turn.reasoning_tokens == 2
+
+
+def test_decode_ids_with_a_builder_that_hides_hands_over_the_empty_step():
+    turn = Turn(Request([WEATHER]), build=_tagging(hide_reasoning=True))
+    got = [turn.decode_ids(delta) for delta in _one_token_deltas(ANALYSIS_THEN_CALL)[:5]]
+    assert got[3:] == [("step", EMPTY), ("step", EMPTY)]  # "Think", "."
+    assert turn.reasoning_tokens == 2
+
+
+@pytest.mark.parametrize("how", ["events", "tools_unknown", "several_tokens"])
+def test_decode_ids_hands_every_step_whole_where_a_step_is_more_than_one_piece(how):
+    """A turn that keeps events (Responses), one whose tools are unknown (it may parse again),
+    and deltas of several tokens: every step goes to the step builder."""
+    request = Request([WEATHER], tools_known=how != "tools_unknown")
+    turn = Turn(request, events=how == "events", build=_tagging())
+    deltas = _one_token_deltas(ANALYSIS_THEN_CALL)[:5]
+    if how == "several_tokens":
+        deltas = [deltas[0] + deltas[1] + deltas[2], deltas[3] + deltas[4]]
+    got = [turn.decode_ids(delta) for delta in deltas]
+    assert {g[0] for g in got} == {"step"}
+    assert "".join(g[1].reasoning for g in got) == "Think."
+    assert bool(got[-1][1].events) is (how == "events")

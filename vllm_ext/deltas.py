@@ -8,7 +8,8 @@ shape (:mod:`harmony_plugins.adapter_support.trusted`), after a check at import 
 makes exactly what the validated constructor makes; where one does not (another pydantic or
 vLLM), the validated constructors are used and a debug line says so. A decode step is one
 shape (reasoning, content, or one piece of one call's arguments), built with no dict of
-arguments and no merge.
+arguments and no merge, straight from the piece (:func:`builders`, for ``Turn.decode_ids``):
+no core ``Step`` is made for it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from vllm.entrypoints.generate.base.protocol import (
     DeltaToolCall,
 )
 
-from harmony_plugins import CallDelta, Step
+from harmony_plugins import Builders, CallDelta, Step
 from harmony_plugins.adapter_support import trusted
 
 logger = logging.getLogger("vllm.harmony_ext")
@@ -78,3 +79,31 @@ def _tool_call(call: CallDelta) -> Any:
     if call.id is None:  # a piece of the arguments of a call already begun
         return build.piece(call.index, build.arguments(call.arguments))
     return build.begin(call.index, call.id, "function", build.named(call.name, call.arguments))
+
+
+def _piece(index: int, text: str) -> DeltaMessage:
+    """A piece of the arguments of call ``index``, begun in an earlier step."""
+    build = BUILD
+    return build.calls([build.piece(index, build.arguments(text))])
+
+
+def _hidden(text: str) -> None:
+    return None
+
+
+def _shown_step(step: Step) -> DeltaMessage | None:
+    return delta_message(step, True)
+
+
+def _hidden_step(step: Step) -> DeltaMessage | None:
+    return delta_message(step, False)
+
+
+_SHOWN = Builders(BUILD.reasoning, BUILD.content, _piece, _shown_step)
+_HIDDEN = Builders(_hidden, BUILD.content, _piece, _hidden_step)
+
+
+def builders(include_reasoning: bool) -> Builders:
+    """A turn's builders of ``DeltaMessage``s (``Turn.decode_ids``), the same as
+    :func:`delta_message` of each step; ``include_reasoning`` is the request's."""
+    return _SHOWN if include_reasoning else _HIDDEN

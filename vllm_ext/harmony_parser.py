@@ -48,7 +48,7 @@ from harmony_plugins import (
 )
 from harmony_plugins.adapter_support import metrics
 
-from .deltas import delta_message
+from .deltas import builders, delta_message
 
 logger = logging.getLogger("vllm.harmony_ext")
 _observe = metrics.Counting(logger)
@@ -81,8 +81,9 @@ class HarmonyExtParser(HarmonyParser):
         tools = self._tools if self._tools is not None else getattr(request, "tools", None)
         rules = self._request = Request(tools, getattr(request, "tool_choice", None),
                                         pass_undeclared(os.environ))
+        shown = getattr(request, "include_reasoning", True)
         turn = self._turn = Turn(rules, self._vocab, id_factory=make_tool_call_id,
-                                 observer=_observe, events=events)
+                                 observer=_observe, events=events, build=builders(shown))
         return turn
 
     def _feed(self, token_ids: Sequence[int], request: Any, finished: bool) -> Step:
@@ -126,10 +127,11 @@ class HarmonyExtParser(HarmonyParser):
         turn = self._turn
         if turn is None or finished:
             step = self._feed(delta_token_ids, request, finished)
-        else:  # the decode step of every request: as little as possible
-            step = turn.feed_ids(delta_token_ids)
-            self._fed += len(delta_token_ids)
-        return delta_message(step, request.include_reasoning)
+            return delta_message(step, request.include_reasoning)
+        # The decode step of every request: as little as possible (the turn's builders,
+        # chosen by this request's include_reasoning when it started, build the delta).
+        self._fed += len(delta_token_ids)
+        return turn.decode_ids(delta_token_ids)
 
     def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
         turn = self._turn
