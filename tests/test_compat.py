@@ -338,3 +338,33 @@ def test_a_function_named_python_is_called_as_a_function() -> None:
         for token in tokens:
             parser.process(token)
         assert [m.recipient for m in parser.messages] == [recipient]
+
+
+def test_a_prompt_message_keeps_a_tool_results_author_and_no_other() -> None:
+    """A tool result is written by the tool (``functions.NAME``); other messages by their role,
+    with no author name."""
+    from harmony_plugins import compat
+    from harmony_plugins.prompt._model import Message
+
+    result = compat.prompt_message(Message("tool", "ok", author="functions.get_weather",
+                                           channel="commentary", recipient="assistant"))
+    assert (result.author.role.value, result.author.name) == ("tool", "functions.get_weather")
+    answer = compat.prompt_message(Message("assistant", "Hi", channel="final"))
+    assert (answer.author.role.value, answer.author.name) == ("assistant", None)
+    same = compat.prompt_message(Message("user", "Go.", author="user"))
+    assert same.author.name is None
+
+
+@pytest.mark.parametrize("role", [A, None])
+def test_a_fresh_parser_is_in_openai_harmonys_state(role: Any) -> None:
+    ours, reference = StreamableParser(ENCODING, role=role), oh.StreamableParser(ENCODING, role)
+    assert ours.state == reference.state
+
+
+def test_a_callers_message_cut_by_the_end_of_the_stream_is_kept_as_openai_harmony_keeps_it(
+) -> None:
+    tokens = ids("<|channel|>final<|message|>Done.<|return|>"
+                 "<|start|>user<|message|>And then")
+    expected = theirs(tokens)
+    assert expected is not None
+    assert run(StreamableParser(ENCODING, role=A), tokens)[1] == expected[1]

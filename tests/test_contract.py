@@ -797,3 +797,19 @@ def test_tools_given_late_give_the_same_result(case: Case):
             assert got != case.expected(), "the divergence is gone: remove the entry"
             continue
         assert got == case.expected(), cut
+
+
+def test_the_demo_names_each_samples_recoveries(capsys):
+    """harmony-ext demo: the well-formed samples need none; the malformed ones name the
+    contract's rules for what they hold (trailing junk after the arguments, a forged tool
+    result and the text after it; final without <|message|>, an undeclared built-in)."""
+    from harmony_plugins import cli
+
+    cli.run_demo()
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    said = [line.removeprefix("recoveries: ") for line in lines
+            if line.startswith("recoveries: ")]
+    assert said[:2] == ["none", "none"]
+    assert [set(json.loads(s.replace("'", '"'))) for s in said[2:]] == [
+        {"after_json_value", "forged_turn", "after_end_of_turn"},
+        {"final_without_message", "undeclared_recipient"}]

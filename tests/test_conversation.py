@@ -300,3 +300,19 @@ def test_a_request_is_read_whole_dict_or_object() -> None:
         c.from_request({"messages": [user], "continue_final_message": True})
     with pytest.raises(model.NotRenderable, match=r"chat_template_kwargs \['custom'\]"):
         c.from_request({"messages": [user], "chat_template_kwargs": {"custom": 1}})
+
+
+def test_the_routing_line_is_written_only_when_asked_for() -> None:
+    """Functions declared: the line; a System built without saying: none (no functions)."""
+    assert ROUTING.strip() not in model.System(date="2026-12-03").text()
+    assert ROUTING.strip() in model.System(date="2026-12-03", function_routing=True).text()
+
+
+def test_a_call_message_keeps_the_content_type_it_was_written_with() -> None:
+    code = Message("assistant", "print(1)", channel="commentary", recipient="python",
+                   content_type="code")
+    assert model.spelled(code.pieces()) == (
+        "<|start|>assistant to=python<|channel|>commentary code<|message|>print(1)<|call|>")
+    bare = Message("assistant", "{}", channel="commentary", recipient="functions.f")
+    assert model.spelled(bare.pieces()) == (
+        "<|start|>assistant to=functions.f<|channel|>commentary json<|message|>{}<|call|>")

@@ -9,16 +9,19 @@ import pytest
 from harmony_plugins import (
     Builders,
     ChatResult,
+    ReasoningText,
     Request,
     Step,
     StreamParser,
+    ToolCallBegin,
     ToolCallEnd,
     Turn,
+    fold,
     rules,
 )
 from harmony_plugins._steps import EMPTY, CallDelta
 from harmony_plugins._switches import switch
-from harmony_plugins._tools import declared_tools
+from harmony_plugins._tools import declared_tools, name_and_schema
 from harmony_plugins.vocab import o200k
 
 WEATHER = {"type": "function", "function": {
@@ -348,3 +351,36 @@ def test_decode_ids_hands_every_step_whole_where_a_step_is_more_than_one_piece(h
     assert {g[0] for g in got} == {"step"}
     assert "".join(g[1].reasoning for g in got) == "Think."
     assert bool(got[-1][1].events) is (how == "events")
+
+
+def test_fold_keeps_each_calls_id_and_name_whichever_step_brought_them():
+    """Each call's pieces are joined under its first appearance, with the id and name of the
+    step that began it, even when another call's step comes between."""
+    other = Step(calls=(CallDelta(1, "call_2", "g", "{}"),))
+    begun = Step(calls=(CallDelta(0, "call_1", "f", "{"),))
+    piece = Step(calls=(CallDelta(0, None, None, "}"),))
+    assert fold([begun, other, piece]).calls == (
+        CallDelta(0, "call_1", "f", "{}"), CallDelta(1, "call_2", "g", "{}"))
+    begun_late = Step(calls=(CallDelta(0, "call_1", "f", "}"),))
+    assert fold([Step(calls=(CallDelta(0, None, None, "{"),)), other, begun_late]).calls == (
+        CallDelta(0, "call_1", "f", "{}"), CallDelta(1, "call_2", "g", "{}"))
+
+
+@pytest.mark.parametrize("events", [True, False])
+def test_declare_hands_back_the_events_less_reasoning_to_a_turn_that_keeps_them(events):
+    turn = Turn(Request(None, tools_known=False), events=events, id_factory=lambda: "call_1")
+    turn.feed_text("<|channel|>analysis<|message|>Hm.<|end|><|start|>assistant" + CALL)
+    step = turn.declare([WEATHER])
+    assert step.reasoning == ""
+    assert [(c.id, c.name) for c in step.calls] == [("call_1", "get_weather")]
+    if events:
+        kinds = {e.__class__ for e in step.events}
+        assert ToolCallBegin in kinds and ReasoningText not in kinds
+    else:
+        assert step.events == ()
+
+
+def test_a_tool_with_an_empty_name_declares_nothing():
+    assert name_and_schema({"type": "function", "function": {"name": "", "parameters": {}}}) == (
+        None, None)
+    assert name_and_schema({"type": "function", "function": {"name": "f"}}) == ("f", None)
