@@ -103,17 +103,19 @@ class IdsInput:
         """As :meth:`feed`, for ``Turn.decode_ids``: a delta of one ordinary token returns what
         the machine's builder made of it (``Machine.made``); None otherwise (the step is in the
         collector) or when there is nothing to show."""
-        if ids.__class__ is list and len(ids) == 1 and not self.pending:
+        if ids.__class__ is list and len(ids) == 1:
             token = ids[0]
-            if token.__class__ is int and token >= 0:
-                try:
-                    piece = self.table[token]
-                except IndexError:
-                    piece = None
-                if piece.__class__ is str:
-                    return self.machine.made(piece, 1)
-        # Not one ordinary token: feed() takes the general path, which returns no step.
-        self.feed(ids)
+            if token.__class__ is int:
+                if not self.pending and token >= 0:
+                    try:
+                        piece = self.table[token]
+                    except IndexError:
+                        piece = None
+                    if piece.__class__ is str:
+                        return self.machine.made(piece, 1)
+                self._feed(ids)  # checked already: a marker, a cut character, an unknown id
+                return None
+        self.feed(ids)  # not one int: feed() checks the ids, then takes the general path
         return None
 
     def _feed(self, ids: list[int]) -> None:
