@@ -13,16 +13,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tests.data import ANY_OBJECT, KNOWN_TEXT, responses_tool, variant
+
 # Tool lists (the core API accepts plain function names as well as OpenAI tool arrays).
 W = ["get_weather"]
 WT = ["get_weather", "get_time"]
 EV = ["create_event"]
 SHELL = ["shell"]
+WEATHER_ANY = variant(None, ANY_OBJECT)  # any arguments object is valid
 CHAT_TOOLS = [  # OpenAI chat-completions `tools` shape
-    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
+    WEATHER_ANY,
     {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}},
 ]
-RESPONSES_TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
+RESPONSES_TOOLS = [responses_tool(WEATHER_ANY)]
 
 
 @dataclass(frozen=True)
@@ -53,17 +56,6 @@ class Case:
             "finish_reason": self.finish_reason,
         }
 
-
-KNOWN_TEXT = (
-    '<|channel|>analysis<|message|>User asks: "What is 2 + 2?" Simple arithmetic. Provide'
-    " answer.<|end|><|start|>assistant<|channel|>final<|message|>2 + 2 = 4.<|return|>"
-)
-"""Real gpt-oss output (docs/tokenizer.md), and below its o200k_harmony token ids."""
-KNOWN_IDS = [
-    200005, 35644, 200008, 1844, 31064, 25, 392, 4827, 382, 220, 17, 659, 220, 17, 16842,
-    12295, 81645, 13, 51441, 6052, 13, 200007, 200006, 173781, 200005, 17196, 200008, 17, 659,
-    220, 17, 314, 220, 19, 13, 200002,
-]  # fmt: skip
 
 CALL_W = '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>'
 PARIS = '{"city":"Paris"}'

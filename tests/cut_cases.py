@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather in a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}
+from tests.data import WEATHER
+
 TOOLS = [WEATHER]
 
 CALL = "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>"

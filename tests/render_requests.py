@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather in a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}
+from tests.data import WEATHER
+
 TIME = {"type": "function", "function": {
     "name": "get_time", "description": "The time in a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}

@@ -18,11 +18,9 @@ from harmony_plugins.prompt import _chat as c
 from harmony_plugins.prompt import _model as model
 from harmony_plugins.prompt import _order as o
 from harmony_plugins.prompt._model import MARKER, TEXT, UNTRUSTED, Message, Piece
+from tests.data import WEATHER
 
 DAY = datetime.date(2026, 12, 1)
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Weather in a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
 SHELL = {"type": "function", "function": {"name": "shell", "parameters": None}}
 USER = {"role": "user", "content": "What is the weather in Paris?"}
 PARIS, OSLO = '{"city":"Paris"}', '{"city":"Oslo"}'
@@ -165,7 +163,8 @@ def test_developer_message_holds_the_leading_instructions_and_the_tools() -> Non
     developer = head(messages, [WEATHER])[1]
     assert developer.role == "developer"
     assert developer.body == model.Developer("Answer in French.\n\nBe brief.", (
-        model.Function("get_weather", "Weather in a city.", WEATHER["function"]["parameters"]),))
+        model.Function("get_weather", "Current weather in a city",
+                       WEATHER["function"]["parameters"]),))
     assert developer.body.text(lambda fs: f"# Tools for {[f.name for f in fs]}") == (
         "# Instructions\n\nAnswer in French.\n\nBe brief.\n\n# Tools for ['get_weather']")
     with pytest.raises(model.NotRenderable, match="tools_section"):

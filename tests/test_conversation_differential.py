@@ -33,6 +33,7 @@ import pytest
 
 from harmony_plugins.prompt import _chat as core_chat
 from harmony_plugins.prompt import _render as core_render
+from tests.data import WEATHER
 
 DAY = datetime.date(2026, 12, 1)
 ENC = h.load_harmony_encoding(h.HarmonyEncodingName.HARMONY_GPT_OSS)
@@ -192,10 +193,6 @@ def assert_same(ours: list[int], want: list[int]) -> None:
 
 # -- hand-written requests, one section-8 rule each ----------------------------------------------
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "The weather in a city.",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"]}}}
 TIME = {"type": "function", "function": {
     "name": "get_time", "description": "The local time in a city.",
     "parameters": {"type": "object", "properties": {

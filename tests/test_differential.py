@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harmony_plugins import parse_ids
+from tests.data import KNOWN_IDS
 
 oh = pytest.importorskip("openai_harmony")
 ENCODING = oh.load_harmony_encoding(oh.HarmonyEncodingName.HARMONY_GPT_OSS)
@@ -94,10 +95,7 @@ def test_our_parse_equals_openai_harmony(msgs):
 
 def test_known_sequence_matches():
     """The real gpt-oss output from docs/tokenizer.md."""
-    ids = [200005, 35644, 200008, 1844, 31064, 25, 392, 4827, 382, 220, 17, 659, 220, 17, 16842,
-           12295, 81645, 13, 51441, 6052, 13, 200007, 200006, 173781, 200005, 17196, 200008, 17,
-           659, 220, 17, 314, 220, 19, 13, 200002]
-    expected = expected_from_harmony(ids)
-    got = parse_ids(ids)
+    expected = expected_from_harmony(KNOWN_IDS)
+    got = parse_ids(KNOWN_IDS)
     assert (got["reasoning"], got["content"]) == (expected["reasoning"], expected["content"])
     assert got["content"] == "2 + 2 = 4."

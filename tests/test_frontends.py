@@ -1,4 +1,6 @@
-"""harmony_plugins._frontends: what the ids front end holds back, and the ids it refuses.
+"""harmony_plugins._frontends: what the ids front end holds back, the ids and deltas the front
+ends refuse (the API boundary: a bad delta changes nothing), and the markers text mode never
+assembles from pieces.
 
 Expected values are written from the contract: section 6 ("every piece of model text ends up
 in exactly one place ... nothing is silently lost"; the result does not depend on the cuts)
@@ -10,8 +12,18 @@ from __future__ import annotations
 
 import pytest
 
-from harmony_plugins import Recovery, Request, Turn, rules
+from harmony_plugins import (
+    ContentText,
+    Recovery,
+    Request,
+    StreamParser,
+    Turn,
+    parse_ids,
+    parse_text,
+    rules,
+)
 from harmony_plugins.vocab import o200k
+from tests.data import per_char_events
 
 ENCODING = o200k.tiktoken_encoding()
 TEST_TUBE = "\U0001f9ea"  # three tokens of o200k_harmony, each a part of its four bytes
@@ -69,3 +81,66 @@ def test_ids_outside_the_vocabulary_are_skipped_and_counted(bad, alone):
     recoveries = [r for s in steps for r in s.recoveries]
     assert recoveries == [Recovery(rules.UNKNOWN_TOKEN, "")]
     assert turn.summary.recoveries == {rules.UNKNOWN_TOKEN: 1}
+
+
+# --- what the front ends accept: the API boundary --------------------------------------
+
+
+@pytest.mark.parametrize("bad", [[None], [5.0], [float("nan")], [True], [False],
+                                 [200005, None], [1, 2, 3.5]])
+def test_parse_ids_refuses_non_int_ids(bad):
+    with pytest.raises(TypeError, match="position"):
+        parse_ids(bad)
+
+
+@pytest.mark.parametrize("bad", [b"abc", "abc", None, 5])
+def test_parse_ids_refuses_non_iterables_of_ids(bad):
+    with pytest.raises(TypeError):
+        parse_ids(bad)
+
+
+@pytest.mark.parametrize("bad", [None, b"x", 5, ["a"]])
+def test_parse_text_refuses_non_str(bad):
+    with pytest.raises(TypeError):
+        parse_text(bad)
+
+
+def test_a_bad_delta_changes_no_state():
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
+
+    ids = tiktoken_encoding().encode("<|channel|>final<|message|>Hello there",
+                                     allowed_special="all")
+    parser = StreamParser()
+    events = parser.feed_ids(ids[:3])
+    with pytest.raises(TypeError):
+        parser.feed_ids([*ids[3:], None])
+    events += parser.feed_ids(ids[3:]) + parser.close()
+    assert "".join(e.text for e in events if isinstance(e, ContentText)) == "Hello there"
+    single = StreamParser()
+    with pytest.raises(TypeError):
+        single.feed_ids([None])
+    with pytest.raises(TypeError):
+        single.feed_text(None)
+
+
+def test_ids_of_other_integer_types_are_accepted():
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
+
+    ids = tiktoken_encoding().encode("<|channel|>final<|message|>Hi", allowed_special="all")
+    assert parse_ids(tuple(ids))["content"] == "Hi"
+    assert parse_ids(iter(ids))["content"] == "Hi"
+    np = pytest.importorskip("numpy")
+    assert parse_ids(np.array(ids))["content"] == "Hi"
+
+
+
+
+@pytest.mark.parametrize("marker", ["<|reserved_200010|>", "<|startoftext|>",
+                                    "<|message|>", "<|constrain|>"])
+def test_text_mode_never_assembles_a_marker(marker):
+    text = "<|channel|>final<|message|>A<|" + marker + "end|>B"
+    whole = parse_text(text)
+    assert "<|end|>" not in whole["content"]
+    assert whole["content"] == "A<|B"
+    streamed = "".join(e.text for e in per_char_events(text) if isinstance(e, ContentText))
+    assert streamed == "A<|B"

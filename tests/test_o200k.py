@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from harmony_plugins.harmony import ORDINARY_TOKENS, SPECIAL_IDS
 from harmony_plugins.vocab import o200k
 from tests import oracles
-from tests.contract_cases import KNOWN_IDS, KNOWN_TEXT
+from tests.data import KNOWN_IDS, KNOWN_TEXT
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -9,8 +9,8 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harmony_ext_testing.deltas import merge_deltas
 from harmony_plugins.harmony import SPELLINGS
+from tests.data import fold_deltas
 from tests.harmony_gen import (
     COUNTED,
     harmony_output,
@@ -82,7 +82,7 @@ def test_streamed_deltas_add_up_to_the_message(text, positions):
         deltas = [result.add(feed(piece)) for piece in split(data, positions)]
         deltas.append(result.add(parser.close()))
         message = result.message()
-        merged = merge_deltas(deltas)
+        merged = fold_deltas(deltas)
         assert merged == {k: v for k, v in message.items() if k != "finish_reason"}
 
 

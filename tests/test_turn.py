@@ -17,17 +17,17 @@ from harmony_plugins import (
     ToolCallEnd,
     Turn,
     fold,
+    parse_ids,
+    parse_text,
     rules,
 )
 from harmony_plugins._steps import EMPTY, CallDelta
 from harmony_plugins._switches import switch
 from harmony_plugins._tools import declared_tools, name_and_schema
 from harmony_plugins.vocab import o200k
+from tests.data import STRICT, variant
 
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                   "required": ["city"], "additionalProperties": False}}}
+WEATHER = variant(None, STRICT)
 CALL = ("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
         '{"city": "Paris"}<|call|>')
 
@@ -384,3 +384,10 @@ def test_a_tool_with_an_empty_name_declares_nothing():
     assert name_and_schema({"type": "function", "function": {"name": "", "parameters": {}}}) == (
         None, None)
     assert name_and_schema({"type": "function", "function": {"name": "f"}}) == ("f", None)
+
+
+def test_bad_finish_is_a_value_error():
+    with pytest.raises(ValueError):
+        parse_text("x", finish="maybe")
+    with pytest.raises(ValueError):
+        parse_ids([], finish="maybe")

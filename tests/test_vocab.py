@@ -10,14 +10,20 @@ output (besides the project's own builds), all made offline from openai-harmony'
 from __future__ import annotations
 
 import functools
+import threading
 
 import pytest
 
-from harmony_plugins import NotHarmonyTokenizer, Vocab, parse_ids
+from harmony_plugins import (
+    NotHarmonyTokenizer,
+    Vocab,
+    parse_ids,
+    vocab,
+)
 from harmony_plugins import harmony as mk
 from harmony_plugins.vocab.o200k import tiktoken_encoding
 from tests import oracles
-from tests.contract_cases import KNOWN_IDS
+from tests.data import KNOWN_IDS
 
 MEANING = {"<|start|>": mk.START, "<|end|>": mk.END, "<|message|>": mk.MESSAGE,
            "<|channel|>": mk.CHANNEL, "<|constrain|>": mk.CONSTRAIN, "<|return|>": mk.RETURN,
@@ -117,3 +123,29 @@ def test_not_a_harmony_tokenizer():
         Vocab.from_hf(wordpiece)
     with pytest.raises(NotHarmonyTokenizer, match="fast tokenizer"):
         Vocab.from_hf(object())
+
+
+def test_o200k_built_once_by_racing_threads(monkeypatch):
+    builds = []
+    real = Vocab.from_pieces.__func__  # type: ignore[attr-defined]
+    gate = threading.Barrier(64)
+
+    def counting(cls, pieces, specials, name="custom"):
+        builds.append(name)
+        return real(cls, pieces, specials, name)
+
+    monkeypatch.setattr(vocab, "_o200k", None)
+    monkeypatch.setattr(Vocab, "from_pieces", classmethod(counting))
+    got: list = []
+
+    def worker():
+        gate.wait()
+        got.append(Vocab.o200k_harmony())
+
+    threads = [threading.Thread(target=worker) for _ in range(64)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert builds == ["o200k_harmony"]
+    assert len(got) == 64 and all(v is got[0] for v in got)

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.data import Fold
+
 MODEL = "tiny-gpt-oss"
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 RETURN_ID = 200002  # <|return|>
@@ -330,34 +332,19 @@ def _message_outcome(response: Any) -> ChatRun:
 
 
 class ChunkFolder:
-    """Folds ``chat.completion.chunk``s into one message, as a client does, checking shape."""
+    """Folds ``chat.completion.chunk``s into one message, as a client does, noting what is out
+    of shape in ``run.problems`` (the deltas' shape by :class:`tests.data.Fold`)."""
 
     def __init__(self) -> None:
-        self.reasoning = ""
-        self.content = ""
-        self.calls: dict[int, dict[str, str]] = {}
+        self.fold = Fold()
         self.finish: str | None = None
         self.run = ChatRun({})
 
     def add(self, chunk: Any) -> None:
         for choice in chunk.choices:
-            delta = choice.delta
             if self.finish is not None:
                 self.run.problems.append("chunk after finish_reason")
-            self.reasoning += getattr(delta, "reasoning", None) or ""
-            self.content += delta.content or ""
-            for tc in delta.tool_calls or []:
-                call = self.calls.get(tc.index)
-                if call is None:
-                    if not (tc.id and tc.type == "function" and tc.function and tc.function.name):
-                        self.run.problems.append(f"call {tc.index} starts without id/name")
-                    call = self.calls[tc.index] = {"id": tc.id or "", "name": "",
-                                                   "arguments": ""}
-                elif tc.id or (tc.function and tc.function.name):
-                    self.run.problems.append(f"call {tc.index} repeats its id/name")
-                if tc.function is not None:
-                    call["name"] += tc.function.name or ""
-                    call["arguments"] += tc.function.arguments or ""
+            self.fold.add(choice.delta.model_dump() if choice.delta is not None else None)
             ids = getattr(choice, "token_ids", None)
             if ids is None and choice.model_extra:
                 ids = choice.model_extra.get("token_ids")
@@ -365,16 +352,17 @@ class ChunkFolder:
             self.finish = choice.finish_reason or self.finish
 
     def result(self) -> ChatRun:
-        order = sorted(self.calls)
-        if order != list(range(len(order))):
-            self.run.problems.append(f"call indexes {order}")
+        message = self.fold.message()
+        self.run.problems.extend(self.fold.problems)
+        calls = message["tool_calls"]
         self.run.outcome = {
-            "reasoning": _text(self.reasoning),
-            "content": _text(self.content),
-            "tool_calls": [[self.calls[i]["name"], self.calls[i]["arguments"]] for i in order],
+            "reasoning": message["reasoning"],
+            "content": message["content"],
+            "tool_calls": [[c["function"]["name"] or "", c["function"]["arguments"]]
+                           for c in calls],
             "finish_reason": self.finish,
         }
-        self.run.call_ids = [self.calls[i]["id"] for i in order]
+        self.run.call_ids = [c["id"] or "" for c in calls]
         return self.run
 
 

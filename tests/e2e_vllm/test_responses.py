@@ -18,10 +18,10 @@ import pytest
 
 openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
 
+from tests.data import WEATHER, responses_tool  # noqa: E402
 from tests.e2e_vllm.cases import CALL_W, MESSAGES, MODEL, PARIS  # noqa: E402
 
-TOOLS = [{"type": "function", "name": "get_weather",
-          "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+TOOLS = [responses_tool(WEATHER)]
 WORDS = ["alpha", "Beta", "gamma 42", "Ω", "x y z", "{", "}", "\"q\"", "to=functions.x"]
 CHANNELS = ["analysis", "final", "commentary", "comment", "foo", "\u03a9", "finalx", "", "ary"]
 PIECES = [

@@ -16,6 +16,8 @@ import pytest
 
 openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
 
+from tests.data import WEATHER, fold_chunks  # noqa: E402
+
 MODEL = "tiny-gpt-oss"
 MESSAGES = [{"role": "user", "content": "Say hi."}]
 ANSWER = (
@@ -24,20 +26,7 @@ ANSWER = (
 )
 ANSWER_IDS = [200005, 35644, 200008, 42421, 13, 200007, 200006, 173781]
 ANSWER_IDS += [200005, 17196, 200008, 12194, 0, 200002]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather in a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
+TOOLS = [WEATHER]
 CALL = (
     "<|channel|>analysis<|message|>Need the weather.<|end|>"
     "<|start|>assistant<|channel|>commentary to=functions.get_weather"
@@ -55,26 +44,14 @@ def script(text: str | None = None, ids: list[int] | None = None, **extra: Any) 
 
 
 def collect(stream: Any) -> dict[str, Any]:
-    """Fold chat.completion.chunk deltas into one message, as a client would."""
-    reasoning, content, finish = "", "", None
-    calls: dict[int, dict[str, str]] = {}
-    for chunk in stream:
-        for choice in chunk.choices:
-            delta = choice.delta
-            reasoning += getattr(delta, "reasoning", None) or ""
-            content += delta.content or ""
-            for tc in delta.tool_calls or []:
-                call = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
-                call["id"] += tc.id or ""
-                if tc.function is not None:
-                    call["name"] += tc.function.name or ""
-                    call["arguments"] += tc.function.arguments or ""
-            finish = choice.finish_reason or finish
+    """The chunks folded as a client folds them, each call as ``{id, name, arguments}``."""
+    got = fold_chunks(stream)
     return {
-        "reasoning": reasoning,
-        "content": content,
-        "tool_calls": [calls[i] for i in sorted(calls)],
-        "finish_reason": finish,
+        "reasoning": got["reasoning"] or "",
+        "content": got["content"] or "",
+        "tool_calls": [{"id": c["id"] or "", "name": c["function"]["name"] or "",
+                        "arguments": c["function"]["arguments"]} for c in got["tool_calls"]],
+        "finish_reason": got["finish_reason"],
     }
 
 

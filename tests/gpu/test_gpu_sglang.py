@@ -81,6 +81,8 @@ if NO_GPU is not None:
 sys.path.insert(0, str(ROOT / "tests" / "sglang"))
 from sglang_cases import CASES, Case  # noqa: E402
 
+from tests.data import fold_chunks  # noqa: E402
+
 # The engine stops at the first <|call|>: an output that goes on after one cannot be scripted.
 GPU_CASES = [c for c in CASES if "<|call|>" not in c.text.removesuffix("<|call|>")]
 
@@ -186,24 +188,14 @@ def chat(base: str, case: Case, tokenizer: Any, stream: bool) -> dict[str, Any]:
             "calls": [(c.function.name, c.function.arguments) for c in message.tool_calls or []],
             "finish_reason": choice.finish_reason,
         }
-    reasoning, content, calls, finish = "", "", {}, None
-    for chunk in client.chat.completions.create(stream=True, **kwargs):
-        for choice in chunk.choices:
-            delta = choice.delta
-            reasoning += getattr(delta, "reasoning_content", None) or ""
-            content += delta.content or ""
-            for call in delta.tool_calls or []:
-                slot = calls.setdefault(call.index, ["", ""])
-                if call.function and call.function.name:
-                    assert call.id and not slot[0], "id and name once, on the first delta"
-                    slot[0] = call.function.name
-                slot[1] += (call.function.arguments or "") if call.function else ""
-            finish = choice.finish_reason or finish
+    got = fold_chunks(client.chat.completions.create(stream=True, **kwargs))
+    assert all(c["id"] for c in got["tool_calls"]), "a call's first delta carries its id"
     return {
-        "reasoning": reasoning or None,
-        "content": content or None,
-        "calls": [tuple(calls[i]) for i in sorted(calls)],
-        "finish_reason": finish,
+        "reasoning": got["reasoning"],
+        "content": got["content"],
+        "calls": [(c["function"]["name"], c["function"]["arguments"])
+                  for c in got["tool_calls"]],
+        "finish_reason": got["finish_reason"],
     }
 
 

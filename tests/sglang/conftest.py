@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 import sglang  # noqa: F401  (a missing or broken SGLang is an error, never a skip)
 
+from tests.data import fold_chunks
+
 # A Harmony-shaped prompt ending in "<|start|>assistant", like gpt-oss's template, written here
 # (the real template is not available offline; only the prompt's last tokens matter to parsing).
 HARMONY_TEST_TEMPLATE = (
@@ -161,24 +163,14 @@ class ChatResult:
     manager: ScriptedTokenizerManager
 
     def joined(self) -> dict[str, Any]:
-        """Stream deltas folded the way a client does (tool-call arguments concatenated)."""
-        reasoning, content, calls, finish = "", "", {}, None
-        for chunk in self.chunks:
-            for choice in chunk.get("choices", []):
-                delta = choice.get("delta") or {}
-                reasoning += delta.get("reasoning_content") or ""
-                content += delta.get("content") or ""
-                for call in delta.get("tool_calls") or []:
-                    slot = calls.setdefault(call["index"], {"name": None, "arguments": ""})
-                    fn = call.get("function") or {}
-                    slot["name"] = fn.get("name") or slot["name"]
-                    slot["arguments"] += fn.get("arguments") or ""
-                finish = choice.get("finish_reason") or finish
+        """Stream deltas folded the way a client does (tool-call arguments concatenated),
+        each call as ``{name, arguments}``."""
+        got = fold_chunks(self.chunks)
         return {
-            "reasoning": reasoning,
-            "content": content,
-            "tool_calls": [calls[i] for i in sorted(calls)],
-            "finish_reason": finish,
+            "reasoning": got["reasoning"] or "",
+            "content": got["content"] or "",
+            "tool_calls": [dict(c["function"]) for c in got["tool_calls"]],
+            "finish_reason": got["finish_reason"],
         }
 
 

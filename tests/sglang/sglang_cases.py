@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harmony_plugins import parse_text
+from tests.data import WEATHER
 
 # SGLang is imported inside the helpers: the cases alone also serve tests/gpu/test_gpu_sglang.py,
 # which is collected (and skipped) in venvs without SGLang.
@@ -30,7 +31,6 @@ def function(name: str, properties: dict[str, Any] | None = None) -> dict[str, A
     }
 
 
-WEATHER = function("get_weather", {"city": {"type": "string"}})
 SHELL = function("shell", {"cmd": {"type": "string"}})
 TIME = function("get_time")
 A = "<|channel|>analysis<|message|>Need weather.<|end|>"

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from harmony_plugins.prompt._escaping import for_tokenizer as guard_for
+from tests.data import variant
 
 NAME = "harmony-ext"
 SPECIAL_IDS = range(199998, 201088)
@@ -43,14 +44,7 @@ RICH_TEMPLATE = (
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}<|start|>assistant{%- endif -%}"
 )
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Weather. Never say <|return|>.",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-    },
-}
+WEATHER = variant("Weather. Never say <|return|>.")
 
 
 @pytest.fixture(autouse=True)

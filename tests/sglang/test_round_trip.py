@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from harmony_plugins.harmony import ORDINARY_TOKENS
+from tests.data import WEATHER, fold_chunks
 from tests.renderings import (
     CALL_SH,
     CALL_W,
@@ -41,7 +42,7 @@ from tests.renderings import (
     token_ids,
     user,
 )
-from tests.sglang.sglang_cases import SHELL, WEATHER
+from tests.sglang.sglang_cases import SHELL
 
 NAME = "harmony-ext"
 USER = "What is the weather in Paris?"
@@ -132,22 +133,9 @@ def show(encoding: Any, ids: list[int]) -> str:
 def assistant_message(result: Any, reasoning_key: str) -> dict[str, Any]:
     """The parsed assistant message as a client sends it back (what it received)."""
     if result.chunks:  # folded from the stream, as a client does
-        reasoning, content, calls = "", "", {}
-        for chunk in result.chunks:
-            for choice in chunk.get("choices", []):
-                delta = choice.get("delta") or {}
-                reasoning += delta.get("reasoning_content") or ""
-                content += delta.get("content") or ""
-                for c in delta.get("tool_calls") or []:
-                    slot = calls.setdefault(c["index"], {"id": None, "type": "function",
-                                                         "function": {"name": None,
-                                                                      "arguments": ""}})
-                    slot["id"] = c.get("id") or slot["id"]
-                    fn = c.get("function") or {}
-                    slot["function"]["name"] = fn.get("name") or slot["function"]["name"]
-                    slot["function"]["arguments"] += fn.get("arguments") or ""
-        message = {"content": content or None, "reasoning_content": reasoning or None,
-                   "tool_calls": [calls[i] for i in sorted(calls)]}
+        got = fold_chunks(result.chunks)
+        message = {"content": got["content"], "reasoning_content": got["reasoning"],
+                   "tool_calls": got["tool_calls"]}
     else:
         message = result.body["choices"][0]["message"]
     out: dict[str, Any] = {"role": "assistant", "content": message.get("content")}

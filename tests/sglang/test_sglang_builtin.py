@@ -18,13 +18,8 @@ from sglang.srt.function_call.function_call_parser import FunctionCallParser
 from sglang.srt.parser.reasoning_parser import ReasoningParser
 from tokenizers import Tokenizer
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-    },
-}
+from tests.data import WEATHER
+
 TOOLS = [Tool(**WEATHER)]
 ANALYSIS = "<|channel|>analysis<|message|>Need weather.<|end|>"
 CALL = (

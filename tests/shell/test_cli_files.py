@@ -1,7 +1,7 @@
 """The command line with files: the model output, ids and tools read from the paths given.
 
 Tests of the I/O edge (they write their inputs into temporary folders); the command line's
-behaviour on standard input is tested with the core (tests/test_contract.py, test_defects.py).
+behaviour on standard input is tested with the core (tests/test_contract.py, test_cli.py).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import json
 
 import pytest
 
+from tests.test_cli import _cli as _cli_bytes
+from tests.test_cli import _one_line_usage_error
 from tests.test_contract import CLI_EXPECTED, CLI_TEXT, PARIS, cli, cli_json, encoding, norm
-from tests.test_defects import _cli as _cli_bytes
-from tests.test_defects import _one_line_usage_error
 
 
 def test_cli_ids_file(tmp_path):

@@ -15,13 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.data import variant
+
 ROOT = Path(__file__).resolve().parents[2]
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather in a city",
-    "parameters": {"type": "object", "properties": {
-        "city": {"type": "string"},
-        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "default": "celsius"}},
-        "required": ["city"]}}}
+WEATHER = variant(unit={"type": "string", "enum": ["celsius", "fahrenheit"],
+                         "default": "celsius"})
 AGENT = {
     "model": "gpt-oss-20b",
     "reasoning_effort": "low",

@@ -19,10 +19,11 @@ from vllm.parser.harmony import HarmonyParser  # noqa: E402
 from vllm.parser.parser_manager import ParserManager  # noqa: E402
 
 from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer  # noqa: E402
+from tests.data import WEATHER, variant  # noqa: E402
 from vllm_ext import plugin  # noqa: E402
 from vllm_ext.harmony_parser import HarmonyExtParser  # noqa: E402
 
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]
+TOOLS = [variant(None, {})]  # an empty schema: any arguments
 
 # Each case with its result, written by hand from the contract: (text, reasoning, content,
 # [(name, arguments)]).
@@ -336,9 +337,7 @@ def test_deltas_fall_back_to_validation_when_the_layout_differs(monkeypatch):
     assert trusted.builders(deltas.SHAPES).trusted is False
 
 
-SCHEMA_TOOLS = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+SCHEMA_TOOLS = [WEATHER]
 
 
 def call(name: str, arguments: str) -> str:

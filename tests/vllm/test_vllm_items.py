@@ -27,12 +27,12 @@ from vllm.parser.harmony import Segment  # noqa: E402
 from vllm.renderers.online_renderer import OnlineRenderer  # noqa: E402
 
 from harmony_plugins.vocab.o200k import tiktoken_encoding  # noqa: E402
+from tests.data import WEATHER, responses_tool  # noqa: E402
 from vllm_ext import items, plugin  # noqa: E402
 
 PARIS = '{"city":"Paris"}'
 USER = "What is the weather in Paris?"
-TOOLS = [{"type": "function", "name": "get_weather",
-          "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+TOOLS = [responses_tool(WEATHER)]
 TURN = [
     {"type": "reasoning", "id": "rs_1", "summary": [],
      "content": [{"type": "reasoning_text", "text": "Need weather."}]},

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.contract_cases import KNOWN_IDS
+from tests.data import KNOWN_IDS
 
 REPO = Path(__file__).resolve().parents[2]
 

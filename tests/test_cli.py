@@ -1,0 +1,67 @@
+"""harmony-ext parse on standard input: bad input is a one-line usage error, never a traceback.
+
+The command line with files: tests/shell/test_cli_files.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _cli(*args: str, stdin: str = "", env: dict | None = None, stdout=subprocess.PIPE):
+    import os
+
+    exe = Path(sys.executable).parent / "harmony-ext"
+    if not exe.exists():
+        pytest.fail(f"{exe} is missing: run scripts/setup_env.sh (the core tier installs the "
+                    "command; a skip would pass the tier without the CLI)", pytrace=False)
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run([str(exe), "parse", *args], input=stdin.encode(), stdout=stdout,
+                          stderr=subprocess.PIPE, env=full_env, timeout=60)
+
+
+def _one_line_usage_error(proc) -> None:
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert "Traceback" not in err
+    assert "usage: harmony-ext parse" in err
+    assert len([line for line in err.splitlines() if "error:" in line]) == 1
+
+
+@pytest.mark.parametrize("stdin", ["[" + "1" * 5000 + "]", "[" * 100_000 + "]" * 100_000])
+def test_cli_ids_unusable_json_is_a_usage_error(stdin):
+    _one_line_usage_error(_cli("--input", "ids", stdin=stdin))
+
+
+def test_cli_usage_error_shows_the_parse_usage():
+    proc = _cli("--input", "ids", stdin="nope")
+    _one_line_usage_error(proc)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_cli_write_error_is_one_line():
+    with open("/dev/full", "wb") as full:
+        proc = _cli(stdin="<|channel|>final<|message|>Hi", stdout=full)
+    err = proc.stderr.decode()
+    assert proc.returncode != 0
+    assert "Traceback" not in err and "Exception ignored" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_cli_ascii_stdout(stream):
+    text = "<|channel|>final<|message|>caf\u00e9 \U0001f99c"
+    args = ("--stream",) if stream else ()
+    proc = _cli(*args, stdin=text, env={"PYTHONIOENCODING": "ascii"})
+    assert proc.returncode == 0, proc.stderr.decode()
+    lines = proc.stdout.decode("ascii").splitlines()
+    if stream:
+        content = "".join(json.loads(line)["choices"][0]["delta"].get("content") or ""
+                          for line in lines)
+    else:
+        content = json.loads(lines[0])["content"]
+    assert content == "caf\u00e9 \U0001f99c"
