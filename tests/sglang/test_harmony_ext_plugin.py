@@ -1,7 +1,7 @@
 """Registration of harmony-ext in SGLang: names, argument parsing, hooks, launcher, workers.
 
 Runs on SGLang's own code: ``load_plugins()`` (session fixture in conftest),
-``prepare_server_args``, ``HookRegistry``, the real ``DetokenizerManager.trim_matched_stop``, and
+``prepare_server_args``, ``HookRegistry``, a real ``DetokenizerManager``, and
 fresh interpreters for what only a new process shows (the launcher, spawned children, tokenizer
 workers).
 """
@@ -171,18 +171,29 @@ def test_detokenizer_keeps_call_token_for_harmony_ext(gpt_oss_model_dir: Path, p
                                                       kept: bool) -> None:
     from sglang.srt.managers.detokenizer_manager import DetokenizerManager
     from sglang.srt.runtime_context import publish
-    from sglang.srt.server_args import ServerArgs
+    from sglang.srt.server_args import PortArgs, ServerArgs
 
-    args = ServerArgs(model_path=str(gpt_oss_model_dir), tool_call_parser=parser, device="cpu")
+    # skip_tokenizer_init: a real option that spares loading the tokenizer (trimming the stop
+    # token reads only the ids and the server's arguments)
+    args = ServerArgs(model_path=str(gpt_oss_model_dir), tool_call_parser=parser, device="cpu",
+                      skip_tokenizer_init=True)
     publish(args, role="detokenizer")
-    manager = DetokenizerManager.__new__(DetokenizerManager)  # no sockets; the real methods
-    manager.tokenizer = None
-    manager.init_running_status(args)
-    call = manager.trim_matched_stop([9906, 200012], {"type": "stop", "matched": 200012}, False)
-    assert call == ([9906, 200012] if kept else [9906])
-    # <|return|> is always cut, as before.
-    assert manager.trim_matched_stop([9906, 200002], {"type": "stop", "matched": 200002},
-                                     False) == [9906]
+    ports = PortArgs.init_new(args)  # fresh ipc names: the sockets need no peer to be made
+    manager = DetokenizerManager(args, ports)  # the real one, as the detokenizer process builds it
+    try:
+        call = manager.trim_matched_stop([9906, 200012], {"type": "stop", "matched": 200012},
+                                         False)
+        assert call == ([9906, 200012] if kept else [9906])
+        # <|return|> is always cut, as before.
+        assert manager.trim_matched_stop([9906, 200002], {"type": "stop", "matched": 200002},
+                                         False) == [9906]
+    finally:
+        for name in ("recv_from_scheduler", "send_to_tokenizer"):
+            if hasattr(manager, name):
+                getattr(manager, name).close(linger=0)
+        for name, address in vars(ports).items():  # the files PortArgs made for its names
+            if name.endswith("ipc_name") and str(address).startswith("ipc://"):
+                Path(address.removeprefix("ipc://")).unlink(missing_ok=True)
 
 
 # -- fresh processes: the launcher, spawned children, tokenizer workers ------------------------
@@ -294,8 +305,13 @@ def test_scripted_logit_processor_forces_the_script() -> None:
     processor = CustomLogitProcessor.from_str(ScriptedLogitProcessor.to_str())
     assert isinstance(processor, ScriptedLogitProcessor)
 
-    def progress(*ids: int) -> Any:  # what the processor reads of SGLang's Req: output_ids
-        return type("Progress", (), {"output_ids": list(ids)})()
+    from sglang.srt.managers.schedule_batch import Req
+    from sglang.srt.sampling.sampling_params import SamplingParams
+
+    def progress(*ids: int) -> Any:  # SGLang's own Req, with the ids generated so far
+        req = Req("r1", "", [1, 2], SamplingParams())
+        req.output_ids = list(ids)
+        return req
 
     logits = torch.zeros(3, 201088)
     out = processor(logits, [

@@ -2,7 +2,8 @@
 
 These tests prove the harness reaches SGLang's real parsers, and record the builtin behaviour our
 adapter replaces: if an SGLang upgrade changes one of them, the observations need a new look.
-The detector chain mirrors serving_chat: reasoning parser first, its normal text to the tool parser.
+Each goes through SGLang's real ``OpenAIServingChat`` (tests/sglang/conftest.py), the model
+scripted, never through a copy of its parser chain.
 """
 
 from __future__ import annotations
@@ -13,14 +14,11 @@ from typing import Any
 
 import pytest
 import sglang_cases
-from sglang.srt.entrypoints.openai.protocol import Tool
-from sglang.srt.function_call.function_call_parser import FunctionCallParser
-from sglang.srt.parser.reasoning_parser import ReasoningParser
 from tokenizers import Tokenizer
 
 from tests.data import WEATHER
 
-TOOLS = [Tool(**WEATHER)]
+TOOLS = [WEATHER]
 ANALYSIS = "<|channel|>analysis<|message|>Need weather.<|end|>"
 CALL = (
     "<|channel|>commentary to=functions.get_weather <|constrain|>json"
@@ -28,46 +26,31 @@ CALL = (
 )
 
 
-def builtin_nonstream(text: str, tools: list[Tool] | None = TOOLS) -> dict[str, Any]:
-    """What serving_chat's non-streaming path gets from the gpt-oss parsers."""
-    reasoning, content = ReasoningParser(
-        "gpt-oss", stream_reasoning=False, tool_call_parser_active=bool(tools)
-    ).parse_non_stream(text)
-    calls: list[tuple[str, str]] = []
-    if tools:
-        parser = FunctionCallParser(tools, "gpt-oss")
-        if parser.has_tool_call(content):
-            content, items = parser.parse_non_stream(content)
-            calls = [(item.name, item.parameters) for item in items]
-    return {"reasoning": reasoning, "content": content, "calls": calls}
+def builtin(sglang_chat: Any, deltas: list[str], stream: bool,
+            tools: list[dict[str, Any]] | None = TOOLS) -> dict[str, Any]:
+    """What SGLang's real ``OpenAIServingChat`` returns with its gpt-oss parsers, the model
+    scripted to write ``deltas``: the message (whole, the deltas joined) or the stream folded
+    as a client folds it."""
+    result = sglang_chat(deltas, stream=stream, tools=tools)
+    if stream:
+        got = result.joined()
+        return {"reasoning": got["reasoning"], "content": got["content"],
+                "calls": [(c["name"], c["arguments"]) for c in got["tool_calls"]]}
+    message = result.body["choices"][0]["message"]
+    return {"reasoning": message.get("reasoning_content") or "",
+            "content": message.get("content") or "",
+            "calls": [(c["function"]["name"], c["function"]["arguments"])
+                      for c in message.get("tool_calls") or []]}
 
 
-def builtin_stream(deltas: list[str], tools: list[Tool] | None = TOOLS) -> dict[str, Any]:
-    """What serving_chat's streaming path emits, deltas folded as a client would."""
-    rp = ReasoningParser("gpt-oss", stream_reasoning=True, tool_call_parser_active=bool(tools))
-    fp = FunctionCallParser(tools, "gpt-oss") if tools else None
-    reasoning, content, calls = "", "", []
-    for i, delta in enumerate(deltas):
-        last = i == len(deltas) - 1
-        r, n = rp.parse_stream_chunk(delta)
-        if last:
-            end_r, end_n = rp.parse_stream_end()
-            r, n = (r or "") + (end_r or ""), (n or "") + (end_n or "")
-        reasoning += r or ""
-        if fp is None:
-            content += n or ""
-            continue
-        text, items = fp.parse_stream_chunk(n or "")
-        if last:
-            end_text, end_items = fp.parse_stream_end()
-            text, items = text + end_text, [*items, *end_items]
-        content += text
-        for item in items:
-            if item.name:
-                calls.append([item.name, item.parameters])
-            else:
-                calls[-1][1] += item.parameters
-    return {"reasoning": reasoning, "content": content, "calls": [tuple(c) for c in calls]}
+def builtin_nonstream(sglang_chat: Any, text: str,
+                      tools: list[dict[str, Any]] | None = TOOLS) -> dict[str, Any]:
+    return builtin(sglang_chat, [text], False, tools)
+
+
+def builtin_stream(sglang_chat: Any, deltas: list[str],
+                   tools: list[dict[str, Any]] | None = TOOLS) -> dict[str, Any]:
+    return builtin(sglang_chat, deltas, True, tools)
 
 
 @pytest.fixture(scope="module")
@@ -88,15 +71,15 @@ def token_texts(hf_dir: Path):
 token_chunkings = functools.partial(sglang_cases.token_chunkings, seeds=8)
 
 
-def test_analysis_then_final_is_split_the_same_streamed_or_not(token_texts) -> None:
+def test_analysis_then_final_is_split_the_same_streamed_or_not(sglang_chat, token_texts) -> None:
     text = ANALYSIS + "<|start|>assistant<|channel|>final<|message|>The answer is 4."
     want = {"reasoning": "Need weather.", "content": "The answer is 4.", "calls": []}
-    assert builtin_nonstream(text) == want
+    assert builtin_nonstream(sglang_chat, text) == want
     for deltas in token_chunkings(token_texts(text)):
-        assert builtin_stream(deltas) == want
+        assert builtin_stream(sglang_chat, deltas) == want
 
 
-def test_call_after_analysis_is_parsed_and_arguments_reserialised(token_texts) -> None:
+def test_call_after_analysis_is_parsed_and_arguments_reserialised(sglang_chat, token_texts) -> None:
     text = ANALYSIS + "<|start|>assistant" + CALL
     # json.loads + json.dumps: the model's '{"city":"Paris"}' comes back with a space.
     want = {
@@ -104,44 +87,46 @@ def test_call_after_analysis_is_parsed_and_arguments_reserialised(token_texts) -
         "content": "",
         "calls": [("get_weather", '{"city": "Paris"}')],
     }
-    assert builtin_nonstream(text) == want
+    assert builtin_nonstream(sglang_chat, text) == want
     for deltas in token_chunkings(token_texts(text)):
-        assert builtin_stream(deltas) == want
+        assert builtin_stream(sglang_chat, deltas) == want
 
 
-def test_call_as_first_message_leaks_when_not_streamed(token_texts) -> None:
+def test_call_as_first_message_leaks_when_not_streamed(sglang_chat, token_texts) -> None:
     # has_tool_call() looks for "<|start|>assistant<|channel|>commentary", which a call that
     # opens the output lacks: non-streaming returns the raw markup as content.
-    assert builtin_nonstream(CALL) == {"reasoning": "", "content": CALL, "calls": []}
+    assert builtin_nonstream(sglang_chat, CALL) == {"reasoning": "", "content": CALL, "calls": []}
     for deltas in token_chunkings(token_texts(CALL)):
-        assert builtin_stream(deltas)["calls"] == [("get_weather", '{"city": "Paris"}')]
+        got = builtin_stream(sglang_chat, deltas)
+        assert got["calls"] == [("get_weather", '{"city": "Paris"}')]
 
 
-def test_call_without_call_token_is_dropped(token_texts) -> None:
+def test_call_without_call_token_is_dropped(sglang_chat, token_texts) -> None:
     text = ANALYSIS + "<|start|>assistant" + CALL.removesuffix("<|call|>")
     want = {"reasoning": "Need weather.", "content": "", "calls": []}
-    assert builtin_nonstream(text) == want
+    assert builtin_nonstream(sglang_chat, text) == want
     for deltas in token_chunkings(token_texts(text)):
-        assert builtin_stream(deltas) == want
+        assert builtin_stream(sglang_chat, deltas) == want
 
 
-def test_recipient_in_role_section_is_not_a_call(token_texts) -> None:
+def test_recipient_in_role_section_is_not_a_call(sglang_chat, token_texts) -> None:
     text = ' to=functions.get_weather<|channel|>commentary json<|message|>{"city":"Paris"}<|call|>'
-    assert builtin_nonstream(text) == {"reasoning": "", "content": text, "calls": []}
+    assert builtin_nonstream(sglang_chat, text) == {"reasoning": "", "content": text, "calls": []}
     # Streaming drops the body and emits the header text, once or twice depending on chunking.
     for deltas in token_chunkings(token_texts(text)):
-        result = builtin_stream(deltas)
+        result = builtin_stream(sglang_chat, deltas)
         assert result["calls"] == []
         assert result["content"] in (" to=functions.get_weather", " to=functions.get_weather" * 2)
 
 
-def test_channel_word_in_final_answer_garbles_stream_with_tools(token_texts) -> None:
+def test_channel_word_in_final_answer_garbles_stream_with_tools(sglang_chat, token_texts) -> None:
     # With tools declared, the tool detector's HarmonyParser switches to its plain-text fallback
     # on a whitespace-led "analysis"/"commentary" and repeats or drops content.
     text = "<|channel|>final<|message|>Our analysis: yes."
-    assert builtin_nonstream(text)["content"] == "Our analysis: yes."
-    assert builtin_stream(token_texts(text), tools=None)["content"] == "Our analysis: yes."
-    assert builtin_stream(token_texts(text))["content"] == "OurOur analysis: yes."
+    assert builtin_nonstream(sglang_chat, text)["content"] == "Our analysis: yes."
+    pieces = token_texts(text)
+    assert builtin_stream(sglang_chat, pieces, tools=None)["content"] == "Our analysis: yes."
+    assert builtin_stream(sglang_chat, pieces)["content"] == "OurOur analysis: yes."
 
 
 # --- Through the real OpenAIServingChat, only the model scripted -------------------------------
