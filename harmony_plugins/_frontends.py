@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import codecs
 import operator
+from collections.abc import Callable
 from typing import Any
 
 from . import harmony as hm
@@ -68,14 +69,17 @@ def checked_ids(ids: Any) -> list[int]:
 class IdsInput:
     """Token ids to text and markers, through a vocabulary's table."""
 
-    __slots__ = ("machine", "table", "size", "pending", "owed")
+    __slots__ = ("machine", "table", "size", "pending", "owed", "stepped")
 
-    def __init__(self, machine: Machine, table: list[Any]) -> None:
+    def __init__(self, machine: Machine, table: list[Any],
+                 stepped: Callable[[], Any] | None = None) -> None:
         self.machine = machine  # where the text and markers go
         self.table = table  # id -> text, bytes (a token that cuts a character), marker, None
         self.size = len(table)
         self.pending = b""  # the start of a UTF-8 character whose other bytes are to come
         self.owed = 0  # tokens whose text waits in ``pending`` (counted with that text)
+        # For made: the step the machine's collector gathered, built (Turn gives it)
+        self.stepped = stepped
 
     def feed(self, ids: Any) -> Step | None:
         """Parse one delta's ids. Raises TypeError (before consuming any) for a non-int.
@@ -100,9 +104,10 @@ class IdsInput:
         return None
 
     def made(self, ids: Any) -> Any:
-        """As :meth:`feed`, for ``Turn.decode_ids``: a delta of one ordinary token returns what
-        the machine's builder made of it (``Machine.made``); None otherwise (the step is in the
-        collector) or when there is nothing to show."""
+        """As :meth:`feed`, for ``Turn.decode_ids`` (which is this method once the turn's fast
+        path is open): a delta of one ordinary token gives what the machine's builder made of
+        it (``Machine.made``); any other delta, or one the builder left to the collector,
+        gives :attr:`stepped` (the collector's step, built)."""
         if ids.__class__ is list and len(ids) == 1:
             token = ids[0]
             if token.__class__ is int:
@@ -112,11 +117,12 @@ class IdsInput:
                     except IndexError:
                         piece = None
                     if piece.__class__ is str:
-                        return self.machine.made(piece, 1)
+                        made = self.machine.made(piece, 1)
+                        return self.stepped() if made is None else made
                 self._feed(ids)  # checked already: a marker, a cut character, an unknown id
-                return None
+                return self.stepped()
         self.feed(ids)  # not one int: feed() checks the ids, then takes the general path
-        return None
+        return self.stepped()
 
     def _feed(self, ids: list[int]) -> None:
         """Runs of ordinary tokens, each passed on at once, and the markers between them."""

@@ -74,7 +74,7 @@ EMPTY = Step()
 
 
 class Builders(NamedTuple):
-    """What a caller builds from a turn's output, for :meth:`~harmony_plugins.Turn.decode_ids`.
+    """What a caller builds from a turn's output, for :attr:`~harmony_plugins.Turn.decode_ids`.
 
     The usual decode step is one piece of one kind; its object is built straight from the
     piece, with no :class:`Step` made: ``reasoning(text)``, ``content(text)``,
@@ -109,7 +109,7 @@ def _same(step: Step) -> Step:
 
 
 STEPS = Builders(_reasoning_step, _content_step, _arguments_step, _same)
-"""The builders of :class:`Step` s: :meth:`~harmony_plugins.Turn.decode_ids` then gives what
+"""The builders of :class:`Step` s: :attr:`~harmony_plugins.Turn.decode_ids` then gives what
 :meth:`~harmony_plugins.Turn.feed_ids` gives."""
 
 # What a feed touched, as bits: the common steps (one kind of text) are built directly.

@@ -120,7 +120,7 @@ class Turn:
     reaches the caller of the feed that closed the turn). ``events=True``: each step also
     carries its events in order (``Step.events``; the Responses API wants the message
     boundaries); without it no event object is built, only the step's joined parts.
-    ``build``: what :meth:`decode_ids` builds (:class:`Builders`; default: steps).
+    ``build``: what :attr:`decode_ids` builds (:class:`Builders`; default: steps).
 
     The turn owns its front end (ids or text), its state machine and the collector the
     machine hands its output to; a feed is one call into the front end, and the step is
@@ -130,7 +130,8 @@ class Turn:
     """
 
     __slots__ = ("request", "_encoding", "_id_factory", "_observer", "_events", "_build",
-                 "_machine", "_out", "_front", "_ids", "_text", "_fed", "_finish", "summary")
+                 "_machine", "_out", "_front", "_ids", "_text", "_fed", "_finish", "summary",
+                 "decode_ids")
 
     def __init__(self, request: Request, encoding: Vocab | None = None, *,
                  id_factory: Callable[[], str] | None = None,
@@ -155,6 +156,13 @@ class Turn:
         self._finish: str | None = None  # set by close()
         self.summary: Summary | None = None
         """Set when the turn has been reported (at close; see :meth:`declare`)."""
+        self.decode_ids: Callable[[list[int]], Any] = self._decode
+        """One decode step's ids (not the last: :meth:`feed_ids` with ``finish`` ends the
+        turn), its step built by the turn's ``build``: a step that is one piece of one kind
+        comes straight from that piece's builder, with no :class:`Step` made (the usual decode
+        step); any other through ``build.step``. Otherwise as :meth:`feed_ids`. An attribute,
+        not a method: once the fast path is open it is the front end's ``made`` itself (one
+        call per decode step into the core)."""
 
     @property
     def machine(self) -> Machine:
@@ -209,6 +217,7 @@ class Turn:
         kind = self._front.__class__ if self._front is not None else None
         finish, self._finish = self._finish, None
         self._machine = self._front = self._ids = self._text = None
+        self.decode_ids = self._decode
         self._out = Collector(self._events)
         steps = [self.feed_ids(piece) if kind is IdsInput else self.feed_text(piece)
                  for piece in fed]
@@ -265,18 +274,15 @@ class Turn:
         step = front.feed(ids)
         return self._last(finish, step)
 
-    def decode_ids(self, ids: list[int]) -> Any:
-        """One decode step's ids (not the last: :meth:`feed_ids` with ``finish`` ends the
-        turn), its step built by the turn's ``build``: a step that is one piece of one kind
-        comes straight from that piece's builder, with no :class:`Step` made (the usual decode
-        step); any other through ``build.step``. Otherwise as :meth:`feed_ids`."""
-        front = self._ids
-        if front is not None:
-            made = front.made(ids)
-            if made is not None:
-                return made
-            return self._build.step(self._out.step())
+    def _decode(self, ids: list[int]) -> Any:
+        """:attr:`decode_ids` while the fast path is not open (the first feed, a turn whose
+        tools are unknown, a closed turn): :meth:`feed_ids`, its step built."""
         return self._build.step(self.feed_ids(ids))
+
+    def _stepped(self) -> Any:
+        """The step the collector gathered, built (the front end's ``made``, when the builder
+        left the step to the collector)."""
+        return self._build.step(self._out.step())
 
     def feed_text(self, text: str, finish: str | None = None) -> Step:
         """One step's text (markers spelled literally); ``finish`` as in :meth:`feed_ids`.
@@ -303,9 +309,10 @@ class Turn:
             machine = self.machine  # reads the tools: may raise before anything is fed
             if kind is IdsInput:
                 vocab = self._encoding or Vocab.o200k_harmony()
-                front = self._front = IdsInput(machine, vocab.table)
+                front = self._front = IdsInput(machine, vocab.table, self._stepped)
                 if self._fed is None:  # the fast path (a turn that may parse again: not)
                     self._ids = front
+                    self.decode_ids = front.made
             else:
                 front = self._front = TextInput(machine)
                 if self._fed is None:
@@ -336,6 +343,7 @@ class Turn:
         if front is not None:
             front.flush()
         self._ids = self._text = None
+        self.decode_ids = self._decode
         machine.close(finish)
         step = self._out.step()
         if self._fed is None:  # else reported once the tools are known (declare / settle)
