@@ -18,7 +18,7 @@ import pytest
 
 openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
 
-from tests.data import WEATHER, responses_tool  # noqa: E402
+from tests.data import WEATHER, responses_tool, variant  # noqa: E402
 from tests.e2e_vllm.cases import CALL_W, MESSAGES, MODEL, PARIS  # noqa: E402
 
 TOOLS = [responses_tool(WEATHER)]
@@ -84,8 +84,7 @@ async def _one(client: Any, script: str, stream: bool) -> tuple[str, int] | str:
 async def _shows(client: Any, script: str) -> bool:
     """Whether chat completions show anything for this output (reasoning, content, calls)."""
     response = await client.chat.completions.create(
-        model=MODEL, messages=MESSAGES, tools=[{"type": "function", "function": {
-            "name": "get_weather", "parameters": TOOLS[0]["parameters"]}}],
+        model=MODEL, messages=MESSAGES, tools=[WEATHER],
         extra_body={"vllm_xargs": {"script_text": script}})
     message = response.choices[0].message
     return bool(getattr(message, "reasoning", None) or message.content or message.tool_calls)
@@ -140,8 +139,7 @@ def test_promised_log_lines_reach_the_server_log(openai_client: Any,
     vLLM's own log (a line logged where vLLM's logging does not show it is lost)."""
     assert _wait_for(vllm_server_log, "harmony-ext: registered tool and reasoning parser")
     # A declared schema jsonschema cannot apply: the call is counted, and the log says so.
-    bogus = [{"type": "function", "function": {"name": "get_weather",
-                                              "parameters": {"type": "bogus"}}}]
+    bogus = [variant(None, {"type": "bogus"})]
     response = openai_client.chat.completions.create(
         model=MODEL, messages=MESSAGES, tools=bogus,
         extra_body={"vllm_xargs": {"script_text": CALL_W + PARIS + "]<|call|>"}})
