@@ -14,6 +14,7 @@ import pytest
 
 from harmony_plugins import (
     ContentText,
+    ReasoningText,
     Recovery,
     Request,
     StreamParser,
@@ -144,3 +145,18 @@ def test_text_mode_never_assembles_a_marker(marker):
     assert whole["content"] == "A<|B"
     streamed = "".join(e.text for e in per_char_events(text) if isinstance(e, ContentText))
     assert streamed == "A<|B"
+
+
+def test_an_end_after_reasoning_joins_nothing():
+    """Reasoning and the free text after its ``<|end|>`` are two fields: their halves cannot
+    spell ``<|end|>`` in one, so nothing is dropped (after content, the right half is)."""
+    for cut in ("whole", "per_char"):
+        text = "<|channel|>analysis<|message|>A<|<|end|>end|>B"
+        if cut == "whole":
+            parser = StreamParser()
+            events = parser.feed_text(text) + parser.close()
+        else:
+            events = per_char_events(text)
+        assert "".join(e.text for e in events if isinstance(e, ReasoningText)) == "A<|"
+        assert "".join(e.text for e in events if isinstance(e, ContentText)) == "end|>B"
+        assert not [e for e in events if isinstance(e, Recovery) and e.rule == rules.SPLIT_MARKER]

@@ -43,3 +43,15 @@ def test_pass_undeclared_never_surfaces_an_empty_name():
     events = parser.feed_text(text) + parser.close()
     assert not [e for e in events if isinstance(e, ToolCallBegin)]
     assert parser.recoveries.get(rules.EMPTY_RECIPIENT) == 1
+
+
+@pytest.mark.parametrize("header", [
+    "<|channel|>to=functions.web search",
+    "<|channel|>commentary to=functions.web search",
+    "<|start|>assistant to=functions.web search<|channel|>commentary",
+])
+def test_a_spaced_declared_name_is_the_recipient_wherever_it_stands(header):
+    """A declared name with a space in it is matched whole, also when its ``to=`` opens the
+    section (contract section 3: the recipient names a declared function)."""
+    events = StreamParser(["web search"]).feed_text(header + "<|message|>{}<|call|>")
+    assert [e.name for e in events if isinstance(e, ToolCallBegin)] == ["web search"]
