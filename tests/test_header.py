@@ -55,3 +55,15 @@ def test_a_spaced_declared_name_is_the_recipient_wherever_it_stands(header):
     section (contract section 3: the recipient names a declared function)."""
     events = StreamParser(["web search"]).feed_text(header + "<|message|>{}<|call|>")
     assert [e.name for e in events if isinstance(e, ToolCallBegin)] == ["web search"]
+
+
+@pytest.mark.parametrize(("recipient", "calls"), [
+    ("functions.nope", ["nope"]),  # an undeclared function: passed on, as the switch says
+    ("python", []),  # not a function: never a call (contract section 3, undeclared_recipient)
+    ("browser.search", []),
+])
+def test_pass_undeclared_passes_undeclared_functions_only(recipient, calls):
+    parser = StreamParser(["get_weather"], pass_undeclared=True)
+    text = f"<|channel|>commentary to={recipient} <|constrain|>json<|message|>{{}}<|call|>"
+    events = parser.feed_text(text) + parser.close()
+    assert [e.name for e in events if isinstance(e, ToolCallBegin)] == calls
