@@ -14,7 +14,8 @@ from typing import Any
 from harmony_plugins.harmony import SPECIAL_IDS
 from harmony_plugins.vocab.o200k import O200K_PAT_STR, o200k_base_pieces
 
-__all__ = ["HF_ADDED_TOKEN_IDS", "build_hf_tokenizer", "write_hf_tokenizer"]
+__all__ = ["HF_ADDED_TOKEN_IDS", "KNOWN_IDS", "KNOWN_TEXT", "build_hf_tokenizer",
+           "write_hf_tokenizer"]
 
 HF_ADDED_TOKEN_IDS = range(199_998, 200_019)
 """The specials a Hugging Face tokenizer of gpt-oss declares (as the published files do):
@@ -64,13 +65,14 @@ def _hf_vocab_and_merges() -> tuple[dict[str, int], list[tuple[str, str]]]:
     return vocab, merges
 
 
-# Real gpt-oss output (text and ids, cross-checked with tiktoken and openai-harmony), used to
-# self-check a freshly built HF tokenizer.
-_SELF_CHECK_TEXT = (
+# Real gpt-oss output (docs/tokenizer.md) and its o200k_harmony ids, cross-checked with tiktoken
+# and openai-harmony (tests/test_o200k.py): the self-check of a freshly built HF tokenizer, and
+# the tests' known sequence (tests/data.py).
+KNOWN_TEXT = (
     '<|channel|>analysis<|message|>User asks: "What is 2 + 2?" Simple arithmetic. Provide'
     " answer.<|end|><|start|>assistant<|channel|>final<|message|>2 + 2 = 4.<|return|>"
 )
-_SELF_CHECK_IDS = [
+KNOWN_IDS = [
     200005, 35644, 200008, 1844, 31064, 25, 392, 4827, 382, 220, 17, 659, 220, 17, 16842,
     12295, 81645, 13, 51441, 6052, 13, 200007, 200006, 173781, 200005, 17196, 200008, 17, 659,
     220, 17, 314, 220, 19, 13, 200002,
@@ -106,9 +108,9 @@ def build_hf_tokenizer() -> Any:
     tokenizer.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
 
     # Cheap self-check: a broken build would mis-tokenize every prompt.
-    got = tokenizer.encode(_SELF_CHECK_TEXT, add_special_tokens=False).ids
-    if got != _SELF_CHECK_IDS or tokenizer.get_vocab_size(with_added_tokens=True) != 200_019:
-        raise RuntimeError(f"HF tokenizer self-check failed: {got} != {_SELF_CHECK_IDS}")
+    got = tokenizer.encode(KNOWN_TEXT, add_special_tokens=False).ids
+    if got != KNOWN_IDS or tokenizer.get_vocab_size(with_added_tokens=True) != 200_019:
+        raise RuntimeError(f"HF tokenizer self-check failed: {got} != {KNOWN_IDS}")
     return tokenizer
 
 

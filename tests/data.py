@@ -1,16 +1,14 @@
-"""Test data that several test files share, each written once, here.
+"""Test data that several test files share, each written once.
 
-* :data:`KNOWN_TEXT` and :data:`KNOWN_IDS`: real gpt-oss output (docs/tokenizer.md) and its
-  o200k_harmony token ids, written by hand from that page.
+* ``KNOWN_TEXT`` and ``KNOWN_IDS``: real gpt-oss output (docs/tokenizer.md) and its
+  o200k_harmony token ids, written once in ``harmony_ext_testing/hf_tokenizer.py`` (its
+  self-check needs them too; the instruments do not import the tests) and taken from there.
 * :data:`WEATHER`: the tool the tests declare, in the chat-completions form. :func:`variant`
   derives the forms some tests need from it (another description, a stricter or looser
   schema, one more property), and :func:`responses_tool` the Responses API's flat form.
 * :func:`per_char_events`: a text fed to a ``StreamParser`` one character at a time.
 * :class:`Fold` (and :func:`fold_deltas`, :func:`fold_chunks` over it): streamed chat deltas
   put together as an OpenAI client puts them together.
-
-``harmony_ext_testing/hf_tokenizer.py`` keeps its own copy of the known sequence for its
-self-check: the instruments outside ``tests/`` do not import the tests.
 """
 
 from __future__ import annotations
@@ -19,16 +17,9 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-KNOWN_TEXT = (
-    '<|channel|>analysis<|message|>User asks: "What is 2 + 2?" Simple arithmetic. Provide'
-    " answer.<|end|><|start|>assistant<|channel|>final<|message|>2 + 2 = 4.<|return|>"
-)
-"""Real gpt-oss output (docs/tokenizer.md); :data:`KNOWN_IDS` are its token ids."""
-KNOWN_IDS = [
-    200005, 35644, 200008, 1844, 31064, 25, 392, 4827, 382, 220, 17, 659, 220, 17, 16842,
-    12295, 81645, 13, 51441, 6052, 13, 200007, 200006, 173781, 200005, 17196, 200008, 17, 659,
-    220, 17, 314, 220, 19, 13, 200002,
-]  # fmt: skip
+# The known sequence, re-exported: the tests take it from here.
+from harmony_ext_testing.hf_tokenizer import KNOWN_IDS as KNOWN_IDS
+from harmony_ext_testing.hf_tokenizer import KNOWN_TEXT as KNOWN_TEXT
 
 WEATHER: dict[str, Any] = {"type": "function", "function": {
     "name": "get_weather", "description": "Current weather in a city",
