@@ -5,13 +5,18 @@ the folder ``TIKTOKEN_ENCODINGS_BASE`` names; on an air-gapped host only the sec
 core writes no file and sets no variable (:mod:`harmony_plugins.prompt._render` only says why the
 encoding did not load), so the callers that need the encoding (SGLang's prompt hook and the
 ``harmony-ext render`` command) do it here: write harmony-ext's copy, checked against its
-published sha256, to a fresh temporary folder and point the variable at it.
+published sha256, to a per-user cache folder (written once, reused by every later process) and
+point the variable at it. Where that folder cannot be written, a temporary folder is used and
+removed when the process exits.
 """
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import logging
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -32,14 +37,48 @@ def write_tiktoken_file(path: str | os.PathLike[str]) -> Path:
     return target
 
 
+def cache_folder() -> Path:
+    """Where the vocabulary is kept between processes: ``$XDG_CACHE_HOME`` (or ``~/.cache``)
+    ``/harmony-ext/o200k-<sha256 prefix>``, so a changed vocabulary gets a folder of its own."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "harmony-ext" / f"o200k-{o200k.O200K_BASE_SHA256[:16]}"
+
+
+def _is_official(path: Path) -> bool:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False
+    return hashlib.sha256(data).hexdigest() == o200k.O200K_BASE_SHA256
+
+
+def _vocabulary_folder() -> Path:
+    """The cache folder holding the official file (written when missing or wrong); where it
+    cannot be written, a temporary folder that this process removes at exit (one folder per
+    process start would otherwise pile up, 3.6 MB each)."""
+    try:
+        folder = cache_folder()  # RuntimeError: no home directory
+        target = folder / o200k.FILE_NAME
+        if not _is_official(target):
+            write_tiktoken_file(target)
+        return folder
+    except (OSError, RuntimeError):
+        pass
+    folder = Path(tempfile.mkdtemp(prefix="harmony-ext-vocab-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    write_tiktoken_file(folder / o200k.FILE_NAME)
+    return folder
+
+
 def load_openai_harmony(log: logging.Logger | None = None) -> str | None:
     """Make openai-harmony's gpt-oss encoding load
     (:func:`harmony_plugins.prompt._render.encoding`), offline if need be; returns None, or
     why it cannot load.
 
-    When it does not load and ``TIKTOKEN_ENCODINGS_BASE`` is unset, the vocabulary is written
-    to a temporary folder, the variable set for this process, and the load tried again (one
-    line in ``log`` says so). A variable the user set is left alone.
+    When it does not load and ``TIKTOKEN_ENCODINGS_BASE`` is unset, the vocabulary is put in
+    the cache folder (:func:`cache_folder`, or a temporary one), the variable set for this
+    process and its children, and the load tried again (one line in ``log`` says so). A
+    variable the user set is left alone.
     """
     encoding, problem = render.loaded_encoding()
     if encoding is not None or problem == render.NOT_INSTALLED:
@@ -47,8 +86,7 @@ def load_openai_harmony(log: logging.Logger | None = None) -> str | None:
     if os.environ.get(render.VOCAB_ENV):
         return problem
     try:
-        folder = Path(tempfile.mkdtemp(prefix="harmony-ext-vocab-"))
-        write_tiktoken_file(folder / o200k.FILE_NAME)
+        folder = _vocabulary_folder()
     except (OSError, RuntimeError) as e:
         return f"{problem}; offline vocabulary: {e}"
     os.environ[render.VOCAB_ENV] = str(folder)

@@ -395,9 +395,8 @@ def test_what_harmony_cannot_represent_is_left_to_sglang(messages: list[dict[str
 def test_offline_the_vocabulary_comes_from_harmony_ext(monkeypatch: pytest.MonkeyPatch,
                                                        tmp_path: Path) -> None:
     """openai_harmony downloads its vocabulary; offline the shipped copy is written for it
-    (by the engine glue, not the core) before the first prompt is rendered."""
-    import tempfile
-
+    (by the engine glue, not the core, into the user's cache) before the first prompt is
+    rendered."""
     import openai_harmony
 
     from harmony_plugins.prompt import _render as render
@@ -414,12 +413,13 @@ def test_offline_the_vocabulary_comes_from_harmony_ext(monkeypatch: pytest.Monke
 
     monkeypatch.setenv("TIKTOKEN_ENCODINGS_BASE", "")
     monkeypatch.setattr(openai_harmony, "load_harmony_encoding", load)
-    monkeypatch.setattr(tempfile, "mkdtemp", lambda prefix: str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(history, "_ready", False)
     render.loaded_encoding.cache_clear()
     try:
         ids = history.render_request({"messages": [{"role": "user", "content": USER}]})
     finally:
         render.loaded_encoding.cache_clear()
-    assert ids and folders == ["", str(tmp_path)]
-    assert (tmp_path / "o200k_base.tiktoken").stat().st_size > 1_000_000
+    folder = tmp_path / "harmony-ext" / "o200k-446a9538cb6c348e"  # the official sha256's start
+    assert ids and folders == ["", str(folder)]
+    assert (folder / "o200k_base.tiktoken").stat().st_size > 1_000_000

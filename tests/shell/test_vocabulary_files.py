@@ -57,35 +57,76 @@ print(json.dumps({"problem": problem, "env": os.environ.get(render.VOCAB_ENV)}))
 """
 
 
-def test_openai_harmony_gets_the_vocabulary_written_for_it(tmp_path):
-    """Where openai-harmony cannot load (here: its embedded vocabulary made to fail, as
-    openai-harmony 0.0.8's download fails offline), the engine glue writes the file, points
-    TIKTOKEN_ENCODINGS_BASE at it, and the second load works; a variable the user set is kept."""
-    shim = tmp_path / "sitecustomize.py"
-    shim.write_text(
-        "import openai_harmony\n"
-        "_real = openai_harmony.load_harmony_encoding\n"
-        "def _load(name, *a, **k):\n"
-        "    import os\n"
-        "    base = os.environ.get('TIKTOKEN_ENCODINGS_BASE')\n"
-        "    if not base or not os.path.exists(os.path.join(base, 'o200k_base.tiktoken')):\n"
-        "        raise RuntimeError('no network')\n"
-        "    return _real(name, *a, **k)\n"
-        "openai_harmony.load_harmony_encoding = _load\n")
+_NO_NETWORK_SHIM = (
+    "import openai_harmony\n"
+    "_real = openai_harmony.load_harmony_encoding\n"
+    "def _load(name, *a, **k):\n"
+    "    import os\n"
+    "    base = os.environ.get('TIKTOKEN_ENCODINGS_BASE')\n"
+    "    if not base or not os.path.exists(os.path.join(base, 'o200k_base.tiktoken')):\n"
+    "        raise RuntimeError('no network')\n"
+    "    return _real(name, *a, **k)\n"
+    "openai_harmony.load_harmony_encoding = _load\n")
+
+
+def offline_env(tmp_path: Path) -> dict[str, str]:
+    """An environment where openai-harmony's own load fails (its embedded vocabulary made to
+    fail, as openai-harmony 0.0.8's download fails offline), with the user cache and the
+    temporary folder inside ``tmp_path``."""
+    (tmp_path / "shim").mkdir()
+    (tmp_path / "shim" / "sitecustomize.py").write_text(_NO_NETWORK_SHIM)
+    (tmp_path / "tmp").mkdir()
     env = {k: v for k, v in os.environ.items() if k != "TIKTOKEN_ENCODINGS_BASE"}
-    env["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{REPO}"
+    env["PYTHONPATH"] = f"{tmp_path / 'shim'}{os.pathsep}{REPO}"
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    env["TMPDIR"] = str(tmp_path / "tmp")
+    return env
+
+
+def load_offline(env: dict[str, str]) -> dict[str, str | None]:
     out = subprocess.run([sys.executable, "-c", _LOAD_OFFLINE], env=env, capture_output=True,
                          text=True, check=True, timeout=120)
-    seen = json.loads(out.stdout)
+    return json.loads(out.stdout)
+
+
+def official(path: Path) -> bool:
+    return hashlib.sha256(path.read_bytes()).hexdigest() == OFFICIAL_SHA256
+
+
+def test_openai_harmony_gets_the_vocabulary_written_for_it(tmp_path):
+    """Where openai-harmony cannot load, the engine glue writes the file to the user's cache,
+    points TIKTOKEN_ENCODINGS_BASE at it, and the second load works. A later process reuses
+    the file; a wrong file there is replaced; a variable the user set is kept."""
+    env = offline_env(tmp_path)
+    seen = load_offline(env)
     assert seen["problem"] is None
     folder = Path(seen["env"])
-    assert hashlib.sha256((folder / "o200k_base.tiktoken").read_bytes()).hexdigest() \
-        == OFFICIAL_SHA256
+    assert folder.parent == tmp_path / "cache" / "harmony-ext"
+    assert folder.name == "o200k-" + OFFICIAL_SHA256[:16]
+    assert [p.name for p in folder.iterdir()] == ["o200k_base.tiktoken"]
+    assert official(folder / "o200k_base.tiktoken")
+    stamp = (folder / "o200k_base.tiktoken").stat().st_mtime_ns
+    assert Path(load_offline(env)["env"]) == folder  # the next process: the same file, unwritten
+    assert (folder / "o200k_base.tiktoken").stat().st_mtime_ns == stamp
+    (folder / "o200k_base.tiktoken").write_bytes(b"truncated")
+    assert load_offline(env)["problem"] is None
+    assert official(folder / "o200k_base.tiktoken")
+    assert list((tmp_path / "tmp").iterdir()) == []  # no temporary folder left behind
     env["TIKTOKEN_ENCODINGS_BASE"] = str(tmp_path / "empty")  # the user's: left alone
-    out = subprocess.run([sys.executable, "-c", _LOAD_OFFLINE], env=env, capture_output=True,
-                         text=True, check=True, timeout=120)
-    seen = json.loads(out.stdout)
+    seen = load_offline(env)
     assert seen["env"] == str(tmp_path / "empty") and "no network" in seen["problem"]
+
+
+def test_an_unwritable_cache_falls_back_to_a_folder_removed_at_exit(tmp_path):
+    """A cache that cannot be written (here ``XDG_CACHE_HOME`` names a file) is no failure:
+    the vocabulary goes to a temporary folder, which the process removes when it exits."""
+    env = offline_env(tmp_path)
+    (tmp_path / "not-a-folder").write_text("")
+    env["XDG_CACHE_HOME"] = str(tmp_path / "not-a-folder")
+    seen = load_offline(env)
+    assert seen["problem"] is None
+    assert Path(seen["env"]).parent == tmp_path / "tmp"
+    assert list((tmp_path / "tmp").iterdir()) == []
 
 
 def test_tiktoken_registry_loads_offline_and_agrees(tmp_path, monkeypatch, tt):
@@ -102,8 +143,6 @@ def test_tiktoken_registry_loads_offline_and_agrees(tmp_path, monkeypatch, tt):
     assert theirs.encode_batch(CORPUS, allowed_special="all") == tt.encode_batch(
         CORPUS, allowed_special="all"
     )
-
-
 
 
 def test_hf_config_files(hf_dir):
