@@ -3,28 +3,28 @@
 Without an importable ``sglang`` the run fails at collection: the main venv deliberately has
 no SGLang and its tier does not collect this folder, and a tier that does must test SGLang
 (an import failure turned into a skip would let it pass without). The fixtures drive SGLang's
-real ``OpenAIServingChat`` with only the model replaced by a stand-in that replays scripted
-output text, which is how SGLang's own parsers are reached without a GPU (docs/sglang.md,
-internals section 7).
+real ``OpenAIServingChat`` and ``TokenizerManager`` with only the model replaced: scripted
+output text arrives on the manager's socket as the detokenizer's would
+(:mod:`tests.sglang.scripted_model`), which is how SGLang's own parsers are reached without a
+GPU (docs/sglang.md, internals section 7).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import sglang  # noqa: F401  (a missing or broken SGLang is an error, never a skip)
 
-from tests.data import fold_chunks
+from tests.sglang.scripted_model import ChatResult, ChatServer
 
 # A Harmony-shaped prompt ending in "<|start|>assistant", like gpt-oss's template, written here
-# (the real template is not available offline; only the prompt's last tokens matter to parsing).
+# and given to SGLang as ``--chat-template`` (the real template ships with the model's weights,
+# not on PyPI; only the prompt's last tokens matter to parsing).
 HARMONY_TEST_TEMPLATE = (
     "{%- for m in messages -%}"
     "<|start|>{{ m['role'] }}<|message|>{{ m['content'] if m['content'] is string else '' }}"
@@ -98,153 +98,27 @@ def harmony_server_args(gpt_oss_model_dir: Path) -> Any:
     )
 
 
-@dataclass
-class ScriptedTokenizerManager:
-    """Stands in for SGLang's TokenizerManager; ``generate_request`` replays ``deltas``.
-
-    Each delta is what the detokenizer would add in one streaming step. Streaming yields the
-    cumulative text per step (SGLang's default, ``incremental_streaming_output=False``);
-    non-streaming yields one final item, as the real manager does.
-    """
-
-    server_args: Any
-    tokenizer: Any
-    deltas: Sequence[str] = ()
-    finish: dict[str, Any] | None = None
-    requests: list[Any] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.model_path = self.server_args.model_path
-        self.served_model_name = "gpt-oss"
-        self.processor = None
-        self.model_config = SimpleNamespace(
-            hf_config=SimpleNamespace(model_type="gpt_oss", architectures=["GptOssForCausalLM"]),
-            is_multimodal=False,
-            get_default_sampling_params=lambda: {},
-        )
-        self.request_logger = SimpleNamespace(log_requests=False, log_requests_level=0)
-
-    def config_value(self, name: str) -> Any:
-        return getattr(self.server_args, name)
-
-    def create_abort_task(self, obj: Any) -> None:
-        return None
-
-    def _item(self, text: str, steps: int, finished: bool) -> dict[str, Any]:
-        finish = (self.finish or {"type": "stop", "matched": None}) if finished else None
-        meta = {
-            "id": "chatcmpl-test",
-            "finish_reason": finish,
-            "prompt_tokens": 10,
-            "completion_tokens": steps,
-            "cached_tokens": 0,
-            "weight_version": "default",
-        }
-        return {"text": text, "output_ids": [], "index": 0, "meta_info": meta}
-
-    async def generate_request(self, obj: Any, raw_request: Any = None) -> AsyncIterator[dict]:
-        self.requests.append(obj)
-        deltas = list(self.deltas) or [""]
-        if not getattr(obj, "stream", False):
-            yield self._item("".join(deltas), len(deltas), True)
-            return
-        text = ""
-        for i, delta in enumerate(deltas):
-            text += delta
-            yield self._item(text, i + 1, i == len(deltas) - 1)
-
-
-@dataclass
-class ChatResult:
-    """What a client would see: the non-streamed message or the parsed SSE chunks."""
-
-    body: dict[str, Any]
-    chunks: list[dict[str, Any]]
-    manager: ScriptedTokenizerManager
-
-    def joined(self) -> dict[str, Any]:
-        """Stream deltas folded the way a client does (tool-call arguments concatenated),
-        each call as ``{name, arguments}``."""
-        got = fold_chunks(self.chunks)
-        return {
-            "reasoning": got["reasoning"] or "",
-            "content": got["content"] or "",
-            "tool_calls": [dict(c["function"]) for c in got["tool_calls"]],
-            "finish_reason": got["finish_reason"],
-        }
-
-
 RunChat = Callable[..., ChatResult]
 
 
-def raw_request(body: dict[str, Any]) -> Any:
-    """A Starlette request holding ``body`` as JSON, as the HTTP server passes it along."""
-    from starlette.requests import Request
-
-    data = json.dumps(body).encode()
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": data, "more_body": False}
-
-    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": [],
-             "query_string": b""}
-    return Request(scope, receive)
-
-
 @pytest.fixture(scope="session")
-def sglang_chat(gpt_oss_model_dir: Path) -> RunChat:
+def sglang_chat(gpt_oss_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[RunChat]:
     """SGLang's real chat serving with the model scripted: :func:`chat_runner`."""
-    return chat_runner(gpt_oss_model_dir)
+    run, server = chat_runner(gpt_oss_model_dir, tmp_path_factory.mktemp("sglang_templates"))
+    yield run
+    server.close()
 
 
-def chat_runner(gpt_oss_model_dir: Path) -> RunChat:
+def chat_runner(gpt_oss_model_dir: Path, folder: Path) -> tuple[RunChat, ChatServer]:
     """Returns ``run(deltas, *, stream, tools=None, messages=None, tool_parser, reasoning_parser,
-    chat_template, send_raw)`` (``send_raw``: the raw HTTP request too, as the server has it).
+    chat_template, send_raw)`` (``send_raw``: the raw HTTP request too, as the server has it)
+    and the :class:`ChatServer` behind it (close it when done).
 
-    Builds real ServerArgs/TemplateManager/OpenAIServingChat (about 10 s, once per parser pair);
-    only the model is scripted.
+    SGLang's real ``OpenAIServingChat`` and ``TokenizerManager`` (one per chat template, about
+    15 s); only the model is scripted (:mod:`tests.sglang.scripted_model`).
     """
-    import asyncio
-
-    from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
-    from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
-    from sglang.srt.parser.template_manager import TemplateManager
-    from sglang.srt.runtime_context import publish
-    from sglang.srt.server_args import ServerArgs
-    from transformers import AutoTokenizer
-
-    tokenizers: dict[str, Any] = {}
-    cache: dict[tuple[str | None, str | None, str], tuple[Any, Any]] = {}
-
-    def tokenizer_for(template: str) -> Any:
-        if template not in tokenizers:
-            tokenizer = AutoTokenizer.from_pretrained(str(gpt_oss_model_dir))
-            tokenizer.chat_template = template
-            tokenizers[template] = tokenizer
-        return tokenizers[template]
-
-    def setup(
-        tool_parser: str | None, reasoning_parser: str | None, template: str
-    ) -> tuple[Any, Any]:
-        tokenizer = tokenizer_for(template)
-        key = (tool_parser, reasoning_parser, template)
-        if key not in cache:
-            args = ServerArgs(
-                model_path=str(gpt_oss_model_dir),
-                tool_call_parser=tool_parser,
-                reasoning_parser=reasoning_parser,
-                device="cpu",
-            )
-            templates = TemplateManager()
-            templates.initialize_templates(
-                tokenizer_manager=ScriptedTokenizerManager(args, tokenizer),
-                model_path=args.model_path,
-            )
-            cache[key] = (args, templates)
-        args, templates = cache[key]
-        # The serving code reads process-wide config; republish for the pair in use.
-        publish(args, role="tokenizer")
-        return args, templates
+    server = ChatServer(gpt_oss_model_dir, folder)
 
     def run(
         deltas: Sequence[str],
@@ -259,34 +133,15 @@ def chat_runner(gpt_oss_model_dir: Path) -> RunChat:
         send_raw: bool = False,
         **request: Any,
     ) -> ChatResult:
-        args, templates = setup(tool_parser, reasoning_parser, chat_template)
-        manager = ScriptedTokenizerManager(
-            args, tokenizer_for(chat_template), deltas=deltas, finish=finish
-        )
-        chat = OpenAIServingChat(manager, templates)
         body: dict[str, Any] = {
             "model": "gpt-oss",
             "messages": messages or [{"role": "user", "content": "What is the weather?"}],
-            "stream": stream,
             **request,
         }
         if tools is not None:
             body["tools"] = tools
+        return server.run(deltas, stream=stream, template=chat_template,
+                          tool_parser=tool_parser, reasoning_parser=reasoning_parser,
+                          finish=finish, send_raw=send_raw, body=body)
 
-        async def go() -> ChatResult:
-            raw = raw_request(body) if send_raw else None  # what FastAPI hands the server
-            response = await chat.handle_request(ChatCompletionRequest(**body), raw)
-            if not stream:
-                if hasattr(response, "model_dump"):
-                    return ChatResult(response.model_dump(), [], manager)
-                return ChatResult(json.loads(response.body), [], manager)
-            chunks = []
-            async for line in response.body_iterator:
-                for part in line.split("\n"):
-                    if part.startswith("data: ") and part != "data: [DONE]":
-                        chunks.append(json.loads(part[len("data: ") :]))
-            return ChatResult({}, chunks, manager)
-
-        return asyncio.run(go())
-
-    return run
+    return run, server

@@ -27,9 +27,10 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
-from tests.sglang.conftest import HARMONY_TEST_TEMPLATE, ScriptedTokenizerManager
+from tests.sglang.conftest import HARMONY_TEST_TEMPLATE
 
 NAME = "harmony-ext"
 USER = "What is the weather?"
@@ -85,6 +86,32 @@ def responses_tools(tools: Any) -> list[dict[str, Any]]:
 
 
 # -- the stand-in ----------------------------------------------------------------------------
+
+
+@dataclass
+class ScriptedTokenizerManager:
+    """The attributes of SGLang's TokenizerManager that ``OpenAIServingResponses`` reads."""
+
+    server_args: Any
+    tokenizer: Any
+    requests: list[Any] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.model_path = self.server_args.model_path
+        self.served_model_name = "gpt-oss"
+        self.processor = None
+        self.model_config = SimpleNamespace(
+            hf_config=SimpleNamespace(model_type="gpt_oss", architectures=["GptOssForCausalLM"]),
+            is_multimodal=False,
+            get_default_sampling_params=lambda: {},
+        )
+        self.request_logger = SimpleNamespace(log_requests=False, log_requests_level=0)
+
+    def config_value(self, name: str) -> Any:
+        return getattr(self.server_args, name)
+
+    def create_abort_task(self, obj: Any) -> None:
+        return None
 
 
 @dataclass

@@ -18,7 +18,6 @@ that this module imports anywhere.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -145,76 +144,48 @@ def token_pieces(model_dir: str, text: str) -> list[str]:
     return out
 
 
-_chains: dict[tuple[str | None, str | None], tuple[Any, Any, Any]] = {}
+_server: list[Any] = []  # the process's ChatServer, built on the first request
 
 
 def serve(model_dir: str, deltas: Sequence[str], *, stream: bool,
           tools: list[dict[str, Any]] | None = None, finish: dict[str, Any] | None = None,
           tool_parser: str | None = NAME, reasoning_parser: str | None = NAME,
           **request: Any) -> dict[str, Any]:
-    """One chat request through SGLang's real ``OpenAIServingChat``, only the model scripted
-    (``deltas``: what the detokenizer hands on per step; ``finish``: the engine's finish
-    reason), with server arguments published with ``--enable-metrics`` and the raw HTTP body
-    passed along as SGLang's HTTP server does: the ``sglang_chat`` fixture's chain
-    (tests/sglang/conftest.py; a fixture cannot be called outside pytest), built here.
+    """One chat request through SGLang's real ``OpenAIServingChat`` and ``TokenizerManager``,
+    only the model scripted (``deltas``: what the detokenizer hands on per step; ``finish``: the
+    engine's finish reason), with server arguments published with ``--enable-metrics`` and the
+    raw HTTP body passed along as SGLang's HTTP server does: the ``sglang_chat`` fixture's
+    :class:`tests.sglang.scripted_model.ChatServer` (a fixture cannot be called outside
+    pytest), built here once per process, its template files in the working folder.
     Returns what a client sees: ``{"reasoning", "content", "calls": [[name, arguments]],
     "finish_reason"}``, the stream folded as a client folds it."""
-    from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
-    from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
-    from sglang.srt.parser.template_manager import TemplateManager
-    from sglang.srt.runtime_context import publish
-    from transformers import AutoTokenizer
+    from tests.sglang.conftest import HARMONY_TEST_TEMPLATE
+    from tests.sglang.scripted_model import ChatServer
 
-    from tests.sglang.conftest import (
-        HARMONY_TEST_TEMPLATE,
-        ChatResult,
-        ScriptedTokenizerManager,
-        raw_request,
-    )
-
-    key = (tool_parser, reasoning_parser)
-    if key not in _chains:
-        args = server_args(model_dir, tool_parser, reasoning_parser)
-        tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        tokenizer.chat_template = HARMONY_TEST_TEMPLATE
-        templates = TemplateManager()
-        templates.initialize_templates(
-            tokenizer_manager=ScriptedTokenizerManager(args, tokenizer), model_path=model_dir)
-        _chains[key] = (args, tokenizer, templates)
-    args, tokenizer, templates = _chains[key]
-    publish(args, role="tokenizer")
-    manager = ScriptedTokenizerManager(args, tokenizer, deltas=deltas, finish=finish)
-    chat = OpenAIServingChat(manager, templates)
-    body: dict[str, Any] = {"model": "gpt-oss", "stream": stream,
+    if not _server:
+        _server.append(ChatServer(Path(model_dir), Path.cwd(), enable_metrics=True))
+    body: dict[str, Any] = {"model": "gpt-oss",
                             "messages": [{"role": "user", "content": "What is the weather?"}],
                             **request}
     if tools is not None:
         body["tools"] = tools
-
-    async def go() -> dict[str, Any]:
-        response = await chat.handle_request(ChatCompletionRequest(**body), raw_request(body))
-        if stream:
-            chunks = []
-            async for line in response.body_iterator:
-                for part in line.split("\n"):
-                    if part.startswith("data: ") and part != "data: [DONE]":
-                        chunks.append(json.loads(part[len("data: "):]))
-            got = ChatResult({}, chunks, manager).joined()
-            return {"reasoning": got["reasoning"] or None, "content": got["content"] or None,
-                    "calls": [[c["name"], c["arguments"]] for c in got["tool_calls"]],
-                    "finish_reason": got["finish_reason"]}
-        result = response.model_dump() if hasattr(response, "model_dump") else json.loads(
-            response.body)
-        assert "choices" in result, result
-        choice = result["choices"][0]
-        message = choice["message"]
-        return {"reasoning": message.get("reasoning_content") or None,
-                "content": message.get("content") or None,
-                "calls": [[c["function"]["name"], c["function"]["arguments"]]
-                          for c in message.get("tool_calls") or []],
-                "finish_reason": choice["finish_reason"]}
-
-    return asyncio.run(go())
+    answer = _server[0].run(deltas, stream=stream, template=HARMONY_TEST_TEMPLATE,
+                            tool_parser=tool_parser, reasoning_parser=reasoning_parser,
+                            finish=finish, send_raw=True, body=body)
+    if stream:
+        got = answer.joined()
+        return {"reasoning": got["reasoning"] or None, "content": got["content"] or None,
+                "calls": [[c["name"], c["arguments"]] for c in got["tool_calls"]],
+                "finish_reason": got["finish_reason"]}
+    result = answer.body
+    assert "choices" in result, result
+    choice = result["choices"][0]
+    message = choice["message"]
+    return {"reasoning": message.get("reasoning_content") or None,
+            "content": message.get("content") or None,
+            "calls": [[c["function"]["name"], c["function"]["arguments"]]
+                      for c in message.get("tool_calls") or []],
+            "finish_reason": choice["finish_reason"]}
 
 
 def chat_request(tools: list[dict[str, Any]] | None) -> Any:

@@ -56,7 +56,7 @@ def prompt_ids(sglang_chat, parser: str, messages: list[dict[str, Any]], **kw: A
     result = sglang_chat(["<|channel|>final<|message|>ok"], stream=False, messages=messages,
                          tool_parser=parser, reasoning_parser=parser, **kw)
     assert result.body["choices"][0]["message"]["content"] == "ok"
-    return list(result.manager.requests[0].input_ids)
+    return result.prompts[0]
 
 
 def specials(ids: list[int]) -> list[int]:

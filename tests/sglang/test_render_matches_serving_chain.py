@@ -6,7 +6,7 @@ the model for the request. Each chat request of :data:`tests.render_requests.REN
 control-token spelling in user text) goes through SGLang's real ``OpenAIServingChat`` with
 harmony-ext selected as both parsers (only the model scripted, the raw HTTP body passed along
 as SGLang's HTTP server does, so that a message's ``reasoning`` key survives SGLang's message
-model); the prompt ids it hands the model (``answer.manager.requests[0].input_ids``) must equal,
+model); the prompt ids it hands the model (``answer.prompts[0]``) must equal,
 token for token, what the checkout's ``.venv`` command ``harmony-ext render --ids`` prints for
 the same request (run as a subprocess, with the UTC date the chain rendered on).
 """
@@ -81,8 +81,8 @@ def chain_prompt_ids(sglang_chat: Any, request: Mapping[str, Any]) -> tuple[list
                              send_raw=True, **request)
         if today() == date:
             break
-    assert answer.manager.requests, answer.body  # SGLang answered without asking the model
-    return list(answer.manager.requests[0].input_ids), date
+    assert answer.requests, answer.body  # SGLang answered without asking the model
+    return answer.prompts[0], date
 
 
 @pytest.mark.parametrize("name", list(RENDER_REQUESTS))
@@ -113,7 +113,7 @@ def test_the_comparison_can_fail(sglang_chat: Any, render: Render, encoding: Any
     date = today()
     answer = sglang_chat(ANSWER, stream=False, tool_parser=NAME, reasoning_parser=NAME,
                          **request)
-    got = list(answer.manager.requests[0].input_ids)
+    got = answer.prompts[0]
     want = render(request, date)
     assert got != want
     analysis = request["messages"][1]["reasoning"]

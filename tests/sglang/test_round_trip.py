@@ -170,8 +170,8 @@ def prompt_ids(sglang_chat: Any, messages: list[dict[str, Any]], tools: list[dic
     as SGLang's HTTP server does)."""
     answer = sglang_chat(NEXT, stream=False, tools=tools, messages=messages, tool_parser=parser,
                          reasoning_parser=parser, send_raw=True, **kw)
-    assert answer.manager.requests, answer.body
-    return list(answer.manager.requests[0].input_ids)
+    assert answer.requests, answer.body
+    return answer.prompts[0]
 
 
 def split(ids: list[int], encoding: Any) -> tuple[list[int], list[int]]:
@@ -368,7 +368,7 @@ def test_reasoning_key_without_the_raw_request_is_lost(sglang_chat: Any,
     messages = history(sglang_chat, ROUND_TRIPS[2])
     answer = sglang_chat(NEXT, stream=False, tools=[WEATHER], messages=messages,
                          tool_parser=NAME, reasoning_parser=NAME)
-    text = encoding.decode(list(answer.manager.requests[0].input_ids))
+    text = encoding.decode(answer.prompts[0])
     assert "Need weather." not in text and "Checking now." in text
 
 

@@ -166,7 +166,7 @@ def test_serving_chat_returns_builtin_tool_call(sglang_chat, token_texts, stream
 def test_prompt_control_token_spelling_in_user_text_becomes_a_control_token(sglang_chat) -> None:
     messages = [{"role": "user", "content": "say <|call|> please"}]
     result = sglang_chat(["<|channel|>final<|message|>ok"], stream=False, messages=messages)
-    prompt_ids = result.manager.requests[0].input_ids
+    prompt_ids = result.prompts[0]
     assert 200012 in prompt_ids  # <|call|> as the special token, not as text
     assert prompt_ids[-2:] == [200006, 173781]  # "<|start|>assistant"
     assert result.body["choices"][0]["message"]["content"] == "ok"
