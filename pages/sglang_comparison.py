@@ -65,9 +65,7 @@ def sglang_chat_runner(folder: Path) -> Any:
     model = folder / "sglang_gpt_oss"
     model.mkdir()
     conftest.write_model_dir(model, hf_dir)
-    (folder / "templates").mkdir()
-    run, _ = conftest.chat_runner(model, folder / "templates")  # lives as long as the process
-    return run
+    return conftest.chat_runner(model)
 
 
 def record(folder: Path) -> dict[str, dict[str, Any]]:

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sglang  # noqa: F401  (a missing or broken SGLang is an error, never a skip)
 
-from tests.sglang.scripted_model import ChatResult, ChatServer
+from tests.sglang.scripted_model import ChatResult, shared_server
 
 # A Harmony-shaped prompt ending in "<|start|>assistant", like gpt-oss's template, written here
 # and given to SGLang as ``--chat-template`` (the real template ships with the model's weights,
@@ -102,23 +102,20 @@ RunChat = Callable[..., ChatResult]
 
 
 @pytest.fixture(scope="session")
-def sglang_chat(gpt_oss_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
-                ) -> Iterator[RunChat]:
+def sglang_chat(gpt_oss_model_dir: Path) -> RunChat:
     """SGLang's real chat serving with the model scripted: :func:`chat_runner`."""
-    run, server = chat_runner(gpt_oss_model_dir, tmp_path_factory.mktemp("sglang_templates"))
-    yield run
-    server.close()
+    return chat_runner(gpt_oss_model_dir)
 
 
-def chat_runner(gpt_oss_model_dir: Path, folder: Path) -> tuple[RunChat, ChatServer]:
+def chat_runner(gpt_oss_model_dir: Path) -> RunChat:
     """Returns ``run(deltas, *, stream, tools=None, messages=None, tool_parser, reasoning_parser,
-    chat_template, send_raw)`` (``send_raw``: the raw HTTP request too, as the server has it)
-    and the :class:`ChatServer` behind it (close it when done).
+    chat_template, send_raw)`` (``send_raw``: the raw HTTP request too, as the server has it).
 
     SGLang's real ``OpenAIServingChat`` and ``TokenizerManager`` (one per chat template, about
-    15 s); only the model is scripted (:mod:`tests.sglang.scripted_model`).
+    15 s, shared by the process: :func:`tests.sglang.scripted_model.shared_server`); only the
+    model is scripted.
     """
-    server = ChatServer(gpt_oss_model_dir, folder)
+    server = shared_server(gpt_oss_model_dir)
 
     def run(
         deltas: Sequence[str],
@@ -140,8 +137,8 @@ def chat_runner(gpt_oss_model_dir: Path, folder: Path) -> tuple[RunChat, ChatSer
         }
         if tools is not None:
             body["tools"] = tools
-        return server.run(deltas, stream=stream, template=chat_template,
-                          tool_parser=tool_parser, reasoning_parser=reasoning_parser,
-                          finish=finish, send_raw=send_raw, body=body)
+        return server.chat(deltas, stream=stream, template=chat_template,
+                           tool_parser=tool_parser, reasoning_parser=reasoning_parser,
+                           finish=finish, send_raw=send_raw, body=body)
 
-    return run, server
+    return run

@@ -2,15 +2,17 @@
 
 For a gpt-oss model SGLang serves ``/v1/responses`` through its Harmony contexts
 (``sglang/srt/entrypoints/context.py``), which parse the output token ids, not the text. So the
-stand-in for the tokenizer manager here (:class:`ScriptedIdsManager`, the chat suite's
-``ScriptedTokenizerManager`` with ids) replays each generation's ids, cumulatively per step as
-SGLang's default ``incremental_streaming_output=False`` does, with the engine's finish reason on
-the last step. Everything between the request and the model is SGLang's own: request
-validation, the prompt, ``HarmonyContext`` / ``StreamingHarmonyContext``, the built-in tool loop
+scripted model here (:class:`tests.sglang.scripted_model.ScriptedModel`, behind SGLang's real
+``TokenizerManager``) answers each generation request with its ids, a step at a time, stopping as
+SGLang's scheduler does (:func:`generated`), the finish reason on the last step; the manager
+accumulates them as SGLang's default ``incremental_streaming_output=False`` does. Everything
+between the request and the model is SGLang's own: request validation, the prompt, the
+tokenizer manager, ``HarmonyContext`` / ``StreamingHarmonyContext``, the built-in tool loop
 (``_generate_with_builtin_tools``), the item builders and the SSE events.
 
 :class:`ResponsesServer` builds the serving object once per parser pair (a test fixture or a
-fresh interpreter, :mod:`tests.sglang.sglang_process`, both use it); :meth:`ResponsesServer.run`
+fresh interpreter, :mod:`tests.sglang.sglang_process`, both use it; the tokenizer manager is
+the process's); :meth:`ResponsesServer.run`
 sends one request and returns what a client would see (:class:`ResponsesRun`), and
 :func:`problems` lists how a run breaks the Responses API's promises: an error, a stream cut, a
 status other than ``completed`` / ``incomplete``, or streamed items that differ from the whole
@@ -20,17 +22,16 @@ tokenizer (the vocabulary harmony-ext ships, through tiktoken).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import random
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from tests.sglang.conftest import HARMONY_TEST_TEMPLATE
+from tests.sglang.scripted_model import Output, shared_server
 
 NAME = "harmony-ext"
 USER = "What is the weather?"
@@ -85,95 +86,29 @@ def responses_tools(tools: Any) -> list[dict[str, Any]]:
     return out
 
 
-# -- the stand-in ----------------------------------------------------------------------------
+# -- the model ------------------------------------------------------------------------------
 
 
-@dataclass
-class ScriptedTokenizerManager:
-    """The attributes of SGLang's TokenizerManager that ``OpenAIServingResponses`` reads."""
-
-    server_args: Any
-    tokenizer: Any
-    requests: list[Any] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.model_path = self.server_args.model_path
-        self.served_model_name = "gpt-oss"
-        self.processor = None
-        self.model_config = SimpleNamespace(
-            hf_config=SimpleNamespace(model_type="gpt_oss", architectures=["GptOssForCausalLM"]),
-            is_multimodal=False,
-            get_default_sampling_params=lambda: {},
-        )
-        self.request_logger = SimpleNamespace(log_requests=False, log_requests_level=0)
-
-    def config_value(self, name: str) -> Any:
-        return getattr(self.server_args, name)
-
-    def create_abort_task(self, obj: Any) -> None:
-        return None
-
-
-@dataclass
-class ScriptedIdsManager(ScriptedTokenizerManager):
-    """The chat suite's stand-in (tests/sglang/conftest.py), replaying token ids: ``scripts``
-    holds the model's ids for each generation (a built-in tool call makes SGLang generate
-    again), ``chunks`` how many ids each streamed step adds (default one).
-
-    It stops as SGLang's scheduler does: after the first id among the request's
+def generated(script: Sequence[int], params: Any, ignore_eos: bool = False
+              ) -> tuple[list[int], dict[str, Any]]:
+    """The ids the engine emits for ``script`` under the request's ``SamplingParams``, and its
+    finish reason, as SGLang's scheduler stops: after the first id among the request's
     ``stop_token_ids`` and the model's end of sequence (``<|return|>``; Responses adds
-    ``<|call|>``), finish ``stop`` with that id matched, unless ``ignore_eos`` (then every
-    id is replayed); at ``max_new_tokens`` ids, finish ``length``. A script that runs out
-    first finishes ``stop`` with nothing matched (its stop token absent)."""
-
-    scripts: Sequence[Sequence[int]] = ()
-    chunks: Callable[[int], Iterable[int]] | None = None
-    ignore_eos: bool = False
-    prompts: list[list[int]] = field(default_factory=list)
-    outputs: list[list[int]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.model_config.context_len = 8192  # read by the built-in tool loop
-        self.num_reserved_tokens = 0
-
-    def _meta(self, n: int, finish: dict[str, Any] | None) -> dict[str, Any]:
-        return {"id": "resp-test", "finish_reason": finish, "prompt_tokens": 10,
-                "completion_tokens": n, "cached_tokens": 0, "weight_version": "default"}
-
-    def generated(self, script: Sequence[int], params: dict[str, Any]
-                  ) -> tuple[list[int], dict[str, Any]]:
-        """The ids the engine emits for ``script`` under ``params``, and its finish reason."""
-        stops = set() if self.ignore_eos or params.get("ignore_eos") else {
-            EOS, *(params.get("stop_token_ids") or ())}
-        limit = params.get("max_new_tokens")
-        out: list[int] = []
-        for token in script:
-            if limit is not None and len(out) >= limit:
-                return out, {"type": "length", "length": len(out)}
-            out.append(token)
-            if token in stops:
-                return out, {"type": "stop", "matched": token}
+    ``<|call|>``), finish ``stop`` with that id matched, unless ``ignore_eos`` (the test's or
+    the request's: then every id is emitted); at ``max_new_tokens`` ids, finish ``length``. A
+    script that runs out first finishes ``stop`` with nothing matched (its stop token absent)."""
+    stops = set() if ignore_eos or params.ignore_eos else {EOS, *(params.stop_token_ids or ())}
+    limit = params.max_new_tokens
+    out: list[int] = []
+    for token in script:
         if limit is not None and len(out) >= limit:
             return out, {"type": "length", "length": len(out)}
-        return out, {"type": "stop", "matched": None}
-
-    async def generate_request(self, obj: Any, raw_request: Any = None) -> AsyncIterator[dict]:
-        turn = len(self.requests)
-        self.requests.append(obj)
-        self.prompts.append(list(getattr(obj, "input_ids", None) or []))
-        script = self.scripts[turn] if turn < len(self.scripts) else []
-        ids, finish = self.generated(script, getattr(obj, "sampling_params", None) or {})
-        self.outputs.append(ids)
-        if not getattr(obj, "stream", False):
-            yield {"text": "", "output_ids": ids, "index": 0, "meta_info": self._meta(
-                len(ids), finish)}
-            return
-        ends = list(_steps(len(ids), self.chunks)) or [0]
-        for end in ends:
-            last = end == ends[-1]
-            yield {"text": "", "output_ids": ids[:end], "index": 0,
-                   "meta_info": self._meta(end, finish if last else None)}
+        out.append(token)
+        if token in stops:
+            return out, {"type": "stop", "matched": token}
+    if limit is not None and len(out) >= limit:
+        return out, {"type": "length", "length": len(out)}
+    return out, {"type": "stop", "matched": None}
 
 
 def _steps(n: int, chunks: Callable[[int], Iterable[int]] | None) -> Iterable[int]:
@@ -256,46 +191,36 @@ def _fold(folded: dict[int, dict[str, Any]], event: dict[str, Any]) -> None:
 
 
 class ResponsesServer:
-    """SGLang's ``OpenAIServingResponses`` for one parser pair, on the CPU (about 10 s to build,
-    mostly imports). ``tool_server``: SGLang's tool server (a stand-in) for built-in tools;
-    ``server_args``: more of SGLang's server arguments (``enable_response_store=True`` for
-    ``previous_response_id``)."""
+    """SGLang's ``OpenAIServingResponses`` for one parser pair, on the CPU, over the process's
+    real ``TokenizerManager`` (:func:`tests.sglang.scripted_model.shared_server`).
+    ``tool_server``: SGLang's tool server (a stand-in) for built-in tools; ``server_args``: more
+    of SGLang's server arguments (``enable_response_store=True`` for ``previous_response_id``);
+    ``enable_metrics``: the manager's too."""
 
     def __init__(self, model_dir: str | Path, tool_parser: str | None = NAME,
                  reasoning_parser: str | None = NAME, *, enable_metrics: bool = False,
                  tool_server: Any = None, **server_args: Any) -> None:
-        from sglang.srt.parser.template_manager import TemplateManager
-        from sglang.srt.server_args import ServerArgs
-        from transformers import AutoTokenizer
-
         from harmony_plugins.adapter_support.vocabulary import load_openai_harmony
 
         load_openai_harmony()  # SGLang's openai_harmony downloads its vocabulary otherwise
-        self.args = ServerArgs(model_path=str(model_dir), tool_call_parser=tool_parser,
-                               reasoning_parser=reasoning_parser, device="cpu",
-                               enable_metrics=enable_metrics, **server_args)
-        self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-        self.tokenizer.chat_template = HARMONY_TEST_TEMPLATE
-        self.publish()
-        self.manager = ScriptedIdsManager(self.args, self.tokenizer)
-        self.templates = TemplateManager()
-        self.templates.initialize_templates(tokenizer_manager=self.manager,
-                                            model_path=self.args.model_path)
+        self.server = shared_server(Path(model_dir),
+                                    **({"enable_metrics": True} if enable_metrics else {}))
+        self.served = self.server.served(HARMONY_TEST_TEMPLATE)
+        self.args = self.server.args_for(self.served.template_file, tool_parser,
+                                          reasoning_parser, **server_args)
         self.tool_server = tool_server
         self._serving: Any = None
 
     def publish(self) -> None:
-        """The serving code reads process-wide config: publish this pair's."""
-        from sglang.srt.runtime_context import publish
-
-        publish(self.args, role="tokenizer")
+        """The serving code reads process-wide config: publish this server's."""
+        self.server.publish(self.args)
 
     @property
     def serving(self) -> Any:
         from sglang.srt.entrypoints.openai.serving_responses import OpenAIServingResponses
 
         if self._serving is None:
-            self._serving = OpenAIServingResponses(self.manager, self.templates,
+            self._serving = OpenAIServingResponses(self.served.manager, self.served.templates,
                                                    tool_server=self.tool_server)
         return self._serving
 
@@ -305,26 +230,32 @@ class ResponsesServer:
             **request: Any) -> ResponsesRun:
         """One ``/v1/responses`` request. ``scripts``: the model's ids (one generation), or a
         list of them (one per generation of SGLang's built-in tool loop); ``ignore_eos``: the
-        engine emits every scripted id (it stops only at ``max_new_tokens``); ``request``:
-        more of the request's fields (``max_output_tokens``, ...)."""
+        engine emits every scripted id (it stops only at ``max_new_tokens``); ``chunks``: how
+        many ids each streamed step adds (default one); ``request``: more of the request's
+        fields (``max_output_tokens``, ...). The model's steps carry ids and no text (SGLang's
+        Harmony contexts read the ids)."""
         from sglang.srt.entrypoints.openai.protocol import ResponsesRequest
 
         self.publish()
         serving = self.serving
         if scripts and isinstance(scripts[0], int):
             scripts = [scripts]  # type: ignore[list-item]
-        manager = self.manager
-        manager.scripts = [list(s) for s in scripts]  # type: ignore[arg-type]
-        manager.ignore_eos = ignore_eos
-        manager.chunks = chunks
-        manager.requests = []
-        manager.prompts = []
-        manager.outputs = []
+        plans = [list(s) for s in scripts]  # type: ignore[arg-type]
+        outputs: list[list[int]] = []
+
+        def replies(generation: Any, n: int) -> list[Output]:
+            ids, finish = generated(plans[n] if n < len(plans) else [],
+                                    generation.sampling_params, ignore_eos)
+            outputs.append(ids)
+            ends = list(_steps(len(ids), chunks)) or [0]
+            return [Output("", ids[start:end], end, finish if end == ends[-1] else None)
+                    for start, end in zip([0, *ends], ends, strict=False)]
+
         body: dict[str, Any] = {"model": "gpt-oss", "input": USER, "stream": stream,
                                 "tools": responses_tools(tools), **request}
         got = ResponsesRun(stream)
 
-        async def go() -> None:
+        async def client() -> None:
             result = await serving.create_responses(ResponsesRequest(**body), None)
             if not stream:
                 data = result.model_dump() if hasattr(result, "model_dump") else json.loads(
@@ -346,9 +277,9 @@ class ResponsesServer:
             except Exception as e:  # what SGLang's HTTP server does: the stream is cut
                 got.error = f"stream cut: {type(e).__name__}: {e}"
 
-        asyncio.run(go())
-        got.prompts = list(manager.prompts)
-        got.outputs = list(manager.outputs)
+        _, requests = self.server.serve(self.served, replies, client)
+        got.prompts = [list(r.input_ids) for r in requests]
+        got.outputs = outputs
         return got
 
     @staticmethod

@@ -1,28 +1,34 @@
-"""SGLang's chat serving, real down to the TokenizerManager's sockets; only the model scripted.
+"""SGLang's serving, real down to the TokenizerManager's sockets; only the model scripted.
 
 In an SGLang server the API process's ``TokenizerManager`` sends each tokenized request to the
 scheduler over ZMQ and receives the detokenizer's ``BatchStrOutput`` back. :class:`ScriptedModel`
 is the other end of those two sockets: it receives the real ``TokenizedGenerateReqInput`` (the
-prompt ids the model would see) and answers with scripted text, one ``BatchStrOutput`` per
-streaming step, through SGLang's own ``async_sock_send`` / ``async_sock_recv`` (its wire
-format). From the request to the socket everything is SGLang's: ``OpenAIServingChat``, the
+prompt ids the model would see, its sampling parameters) and answers with what the test scripts
+(:class:`Output`: text, ids, finish reason), one ``BatchStrOutput`` per step, through SGLang's
+own ``async_sock_send`` / ``async_sock_recv`` (its wire format). As SGLang's scheduler does, a
+request that does not stream gets one output, when it finishes. From the request to the socket
+everything is SGLang's: ``OpenAIServingChat`` / ``OpenAIServingResponses``, the
 ``TemplateManager`` with ``--chat-template``, the ``TokenizerManager`` with its tokenizer,
-request state and streaming (cumulative text per step, SGLang's default).
+request state and streaming (cumulative per step, SGLang's default).
 
-:class:`ChatServer` builds one real ``TokenizerManager`` per chat template (about 15 s) and
-publishes the server arguments of the parser pair each request asks for (SGLang's serving code
-reads the parsers from the published arguments). The manager's event loop runs in a thread of
-its own, so it installs no signal handler in the test process, and a request that gets no
+:class:`ScriptedServer` builds one real ``TokenizerManager`` per chat template (about 15 s;
+:func:`shared_server` keeps one server per model folder for the whole process) and publishes the
+server arguments each request's parsers and options ask for (SGLang's serving code reads them
+from the published arguments, not from the manager). The manager's event loop runs in a thread
+of its own, so it installs no signal handler in the test process, and a request that gets no
 answer fails after a timeout instead of hanging.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import json
+import shutil
+import tempfile
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,11 +41,39 @@ T = TypeVar("T")
 DEFAULT_FINISH: dict[str, Any] = {"type": "stop", "matched": None}
 
 
+@dataclass(frozen=True)
+class Output:
+    """One step of the model's answer as the detokenizer hands it on: the text and ids it
+    adds, the completion tokens so far, and the finish reason (``None`` until the last)."""
+
+    text: str
+    ids: Sequence[int]
+    completion_tokens: int
+    finish: dict[str, Any] | None
+
+
+Replies = Callable[[Any, int], Sequence[Output]]
+"""What the model answers a generation request (SGLang's ``TokenizedGenerateReqInput``), the
+``n``-th of one run (from 0): its steps, the last with a finish reason."""
+
+
+def text_replies(deltas: Sequence[str], finish: dict[str, Any] | None) -> Replies:
+    """Every request answered with ``deltas`` (one step each), ``finish`` (or
+    :data:`DEFAULT_FINISH`) on the last."""
+    steps = list(deltas) or [""]
+
+    def replies(request: Any, n: int) -> list[Output]:
+        return [Output(text, (), i + 1, (finish or DEFAULT_FINISH) if i == len(steps) - 1
+                       else None) for i, text in enumerate(steps)]
+
+    return replies
+
+
 class ScriptedModel:
     """The scheduler's and the detokenizer's ends of a ``TokenizerManager``'s sockets.
 
-    ``requests`` holds every generation request received, in order (``input_ids`` is the
-    prompt as SGLang tokenized it); other messages to the scheduler (an abort) are skipped.
+    ``requests`` holds every generation request received, in order (``input_ids``: the prompt
+    as SGLang tokenized it); other messages to the scheduler (an abort) are skipped.
     """
 
     def __init__(self, port_args: Any) -> None:
@@ -53,30 +87,34 @@ class ScriptedModel:
         self._to_manager.connect(port_args.tokenizer_ipc_name)
         self.requests: list[Any] = []
 
-    async def answer(self, deltas: Sequence[str], finish: dict[str, Any] | None) -> None:
-        """Wait for the next generation request, then send ``deltas`` as the detokenizer
-        would, one step each, ``finish`` (or :data:`DEFAULT_FINISH`) on the last."""
+    async def serve(self, replies: Replies) -> None:
+        """Answer each generation request with ``replies`` until cancelled."""
         from sglang.srt.managers.io_struct import TokenizedGenerateReqInput, async_sock_recv
 
+        n = 0
         while True:
             request = await async_sock_recv(self._from_manager)
-            if isinstance(request, TokenizedGenerateReqInput):
-                break
-        self.requests.append(request)
-        steps = list(deltas) or [""]
-        for i, text in enumerate(steps):
-            last = i == len(steps) - 1
-            await self._send(request, text, i + 1, (finish or DEFAULT_FINISH) if last else None)
+            if not isinstance(request, TokenizedGenerateReqInput):
+                continue
+            self.requests.append(request)
+            steps = list(replies(request, n))
+            n += 1
+            if not request.stream:  # the scheduler sends a whole answer once, at its end
+                steps = [Output("".join(o.text for o in steps),
+                                [i for o in steps for i in o.ids],
+                                steps[-1].completion_tokens, steps[-1].finish)]
+            for output in steps:
+                await self._send(request, output)
 
-    async def _send(self, request: Any, text: str, step: int,
-                    finish: dict[str, Any] | None) -> None:
+    async def _send(self, request: Any, output: Output) -> None:
         import msgspec
         from sglang.srt.managers.io_struct import BatchStrOutput, async_sock_send
 
-        known = {"rids": [request.rid], "finished_reasons": [finish], "output_strs": [text],
-                 "output_ids": [[]], "prompt_tokens": [len(request.input_ids)],
-                 "completion_tokens": [step], "reasoning_tokens": [0], "cached_tokens": [0],
-                 "retraction_counts": [0]}
+        known = {"rids": [request.rid], "finished_reasons": [output.finish],
+                 "output_strs": [output.text], "output_ids": [list(output.ids)],
+                 "prompt_tokens": [len(request.input_ids)],
+                 "completion_tokens": [output.completion_tokens], "reasoning_tokens": [0],
+                 "cached_tokens": [0], "retraction_counts": [0]}
         # The rest (logprobs, hidden states, ...) are absent: the requests ask for none.
         absent = {f.name: None for f in msgspec.structs.fields(BatchStrOutput)
                   if f.required and f.name not in known}
@@ -88,18 +126,12 @@ class ScriptedModel:
 
 @dataclass
 class ChatResult:
-    """What a client would see: the non-streamed message or the parsed SSE chunks; and the
-    model's side (``model.requests``)."""
+    """What a client would see: the non-streamed message or the parsed SSE chunks; and what
+    the model was asked (``requests``, ``prompts``)."""
 
     body: dict[str, Any]
     chunks: list[dict[str, Any]]
-    model: ScriptedModel
-    first_request: int
-
-    @property
-    def requests(self) -> list[Any]:
-        """The generation requests this run sent the model."""
-        return self.model.requests[self.first_request:]
+    requests: list[Any]
 
     @property
     def prompts(self) -> list[list[int]]:
@@ -133,17 +165,18 @@ def raw_request(body: dict[str, Any]) -> Any:
     return Request(scope, receive)
 
 
-class _Served:
-    """One chat template's real ``TokenizerManager``, ``TemplateManager`` and model."""
+class Served:
+    """One chat template's real ``TokenizerManager`` (``manager``), ``TemplateManager``
+    (``templates``) and :class:`ScriptedModel` (``model``)."""
 
-    def __init__(self, server: ChatServer, template: str) -> None:
+    def __init__(self, server: ScriptedServer, template: str) -> None:
         from sglang.srt.parser.template_manager import TemplateManager
         from sglang.srt.server_args import PortArgs
 
         name = hashlib.sha256(template.encode()).hexdigest()[:16]
         self.template_file = server.folder / f"chat-{name}.jinja"
         self.template_file.write_text(template)
-        args = server.args_for(None, None, self.template_file)
+        args = server.args_for(self.template_file)
         server.publish(args)
         self.ports = PortArgs.init_new(args)
         self.manager = server.call(self._build(args))
@@ -167,38 +200,42 @@ class _Served:
                 Path(address.removeprefix("ipc://")).unlink(missing_ok=True)
 
 
-class ChatServer:
-    """SGLang's chat serving for ``model_dir`` (a gpt_oss folder with the o200k tokenizer),
-    real but for the model; ``folder`` holds the chat template files. :meth:`run` sends one
-    request; :meth:`close` stops the loop and removes the sockets' files."""
+class ScriptedServer:
+    """SGLang's serving for ``model_dir`` (a gpt_oss folder with the o200k tokenizer), real
+    but for the model. ``manager_args``: server arguments the managers are built with
+    (``enable_metrics``). :meth:`serve` runs one client exchange; :meth:`chat` sends one chat
+    request; :meth:`close` stops the loop and removes the template and socket files."""
 
     timeout_s = 120.0
 
-    def __init__(self, model_dir: Path, folder: Path, **server_args: Any) -> None:
-        self.model_dir = model_dir
-        self.folder = folder
-        self.server_args = server_args
+    def __init__(self, model_dir: Path, **manager_args: Any) -> None:
+        self.model_dir = Path(model_dir)
+        self.manager_args = manager_args
+        self.folder = Path(tempfile.mkdtemp(prefix="sglang-templates-"))
         self._args: dict[tuple[Any, ...], Any] = {}
-        self._served: dict[str, _Served] = {}
+        self._served: dict[str, Served] = {}
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="sglang-tokenizer",
                                         daemon=True)
         self._thread.start()
 
     def call(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run ``coroutine`` in the manager's loop and return its result."""
+        """Run ``coroutine`` in the managers' loop and return its result."""
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(self.timeout_s)
 
-    def args_for(self, tool_parser: str | None, reasoning_parser: str | None,
-                 template_file: Path) -> Any:
+    def args_for(self, template_file: Path, tool_parser: str | None = None,
+                 reasoning_parser: str | None = None, **server_args: Any) -> Any:
+        """The ``ServerArgs`` of a server started with these options (made once each)."""
         from sglang.srt.server_args import ServerArgs
 
-        key = (tool_parser, reasoning_parser, template_file)
+        options = {**self.manager_args, **server_args}
+        key = (template_file, tool_parser, reasoning_parser, tuple(sorted(options.items())))
         if key not in self._args:
             self._args[key] = ServerArgs(model_path=str(self.model_dir),
                                          tool_call_parser=tool_parser,
                                          reasoning_parser=reasoning_parser, device="cpu",
-                                         chat_template=str(template_file), **self.server_args)
+                                         served_model_name="gpt-oss",  # what requests name
+                                         chat_template=str(template_file), **options)
         return self._args[key]
 
     @staticmethod
@@ -208,48 +245,86 @@ class ChatServer:
 
         publish(args, role="tokenizer")
 
-    def run(self, deltas: Sequence[str], *, stream: bool, template: str,
-            tool_parser: str | None, reasoning_parser: str | None,
-            finish: dict[str, Any] | None = None, send_raw: bool = False,
-            body: dict[str, Any]) -> ChatResult:
+    def served(self, template: str) -> Served:
+        if template not in self._served:
+            self._served[template] = Served(self, template)
+        return self._served[template]
+
+    def serve(self, served: Served, replies: Replies,
+              client: Callable[[], Awaitable[T]]) -> tuple[T, list[Any]]:
+        """Run ``client()`` (the API side of one request) while the model answers with
+        ``replies``; returns its result and the generation requests the model got."""
+        first = len(served.model.requests)
+
+        async def go() -> T:
+            model = asyncio.ensure_future(served.model.serve(replies))
+            try:
+                return await client()
+            finally:
+                if model.done() and model.exception() is not None:
+                    raise model.exception()  # type: ignore[misc]
+                model.cancel()
+
+        result = self.call(go())
+        return result, served.model.requests[first:]
+
+    def chat(self, deltas: Sequence[str], *, stream: bool, template: str,
+             tool_parser: str | None, reasoning_parser: str | None,
+             finish: dict[str, Any] | None = None, send_raw: bool = False,
+             body: dict[str, Any]) -> ChatResult:
         """Send ``body`` (with ``stream``) to ``OpenAIServingChat``; the model answers
         ``deltas``. ``send_raw``: the raw HTTP request too, as the server has it."""
         from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
         from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
 
-        if template not in self._served:
-            self._served[template] = _Served(self, template)
-        served = self._served[template]
-        self.publish(self.args_for(tool_parser, reasoning_parser, served.template_file))
+        served = self.served(template)
+        self.publish(self.args_for(served.template_file, tool_parser, reasoning_parser))
         chat = OpenAIServingChat(served.manager, served.templates)
         body = {**body, "stream": stream}
-        first = len(served.model.requests)
 
-        async def go() -> ChatResult:
-            model = asyncio.ensure_future(served.model.answer(deltas, finish))
-            try:
-                raw = raw_request(body) if send_raw else None  # what FastAPI hands the server
-                response = await chat.handle_request(ChatCompletionRequest(**body), raw)
-                chunks: list[dict[str, Any]] = []
-                if not stream:
-                    data = (response.model_dump() if hasattr(response, "model_dump")
-                            else json.loads(response.body))
-                    return ChatResult(data, chunks, served.model, first)
-                async for line in response.body_iterator:
-                    for part in line.split("\n"):
-                        if part.startswith("data: ") and part != "data: [DONE]":
-                            chunks.append(json.loads(part[len("data: "):]))
-                return ChatResult({}, chunks, served.model, first)
-            finally:
-                if not model.done():  # SGLang answered without asking the model
-                    model.cancel()
-                elif model.exception() is not None:
-                    raise model.exception()  # type: ignore[misc]
+        async def client() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+            raw = raw_request(body) if send_raw else None  # what FastAPI hands the server
+            response = await chat.handle_request(ChatCompletionRequest(**body), raw)
+            if not stream:
+                return (response.model_dump() if hasattr(response, "model_dump")
+                        else json.loads(response.body)), []
+            chunks = []
+            async for line in response.body_iterator:
+                for part in line.split("\n"):
+                    if part.startswith("data: ") and part != "data: [DONE]":
+                        chunks.append(json.loads(part[len("data: "):]))
+            return {}, chunks
 
-        return self.call(go())
+        (data, chunks), requests = self.serve(served, text_replies(deltas, finish), client)
+        return ChatResult(data, chunks, requests)
 
     def close(self) -> None:
+        if self._thread.is_alive():
+            self.call(self._stop_tasks())
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(10)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    async def _stop_tasks(self) -> None:
+        """In the loop: cancel the managers' tasks (their pending receives), then close."""
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         for served in self._served.values():
             served.close()
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
+        self._served.clear()
+
+
+_SHARED: dict[tuple[Path, tuple[Any, ...]], ScriptedServer] = {}
+
+
+def shared_server(model_dir: Path, **manager_args: Any) -> ScriptedServer:
+    """This process's :class:`ScriptedServer` for ``model_dir`` and ``manager_args``, made on
+    first use and closed at exit (its managers take seconds to build)."""
+    key = (Path(model_dir), tuple(sorted(manager_args.items())))
+    if key not in _SHARED:
+        server = ScriptedServer(Path(model_dir), **manager_args)
+        atexit.register(server.close)
+        _SHARED[key] = server
+    return _SHARED[key]

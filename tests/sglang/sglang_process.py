@@ -144,8 +144,6 @@ def token_pieces(model_dir: str, text: str) -> list[str]:
     return out
 
 
-_server: list[Any] = []  # the process's ChatServer, built on the first request
-
 
 def serve(model_dir: str, deltas: Sequence[str], *, stream: bool,
           tools: list[dict[str, Any]] | None = None, finish: dict[str, Any] | None = None,
@@ -155,23 +153,21 @@ def serve(model_dir: str, deltas: Sequence[str], *, stream: bool,
     only the model scripted (``deltas``: what the detokenizer hands on per step; ``finish``: the
     engine's finish reason), with server arguments published with ``--enable-metrics`` and the
     raw HTTP body passed along as SGLang's HTTP server does: the ``sglang_chat`` fixture's
-    :class:`tests.sglang.scripted_model.ChatServer` (a fixture cannot be called outside
-    pytest), built here once per process, its template files in the working folder.
+    :class:`tests.sglang.scripted_model.ScriptedServer` (a fixture cannot be called outside
+    pytest), here with ``--enable-metrics``.
     Returns what a client sees: ``{"reasoning", "content", "calls": [[name, arguments]],
     "finish_reason"}``, the stream folded as a client folds it."""
     from tests.sglang.conftest import HARMONY_TEST_TEMPLATE
-    from tests.sglang.scripted_model import ChatServer
+    from tests.sglang.scripted_model import shared_server
 
-    if not _server:
-        _server.append(ChatServer(Path(model_dir), Path.cwd(), enable_metrics=True))
     body: dict[str, Any] = {"model": "gpt-oss",
                             "messages": [{"role": "user", "content": "What is the weather?"}],
                             **request}
     if tools is not None:
         body["tools"] = tools
-    answer = _server[0].run(deltas, stream=stream, template=HARMONY_TEST_TEMPLATE,
-                            tool_parser=tool_parser, reasoning_parser=reasoning_parser,
-                            finish=finish, send_raw=True, body=body)
+    answer = shared_server(Path(model_dir), enable_metrics=True).chat(
+        deltas, stream=stream, template=HARMONY_TEST_TEMPLATE, tool_parser=tool_parser,
+        reasoning_parser=reasoning_parser, finish=finish, send_raw=True, body=body)
     if stream:
         got = answer.joined()
         return {"reasoning": got["reasoning"] or None, "content": got["content"] or None,
