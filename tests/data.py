@@ -149,3 +149,18 @@ def per_char_events(text: str, tools: Any = None) -> list[Any]:
     for ch in text:
         events += parser.feed_text(ch)
     return events + parser.close()
+
+
+CUTS = ("whole", "per_char")
+"""The two extreme cuts of a text stream, for :func:`cut_events`."""
+
+
+def cut_events(text: str, cut: str, tools: Any = None) -> list[Any]:
+    """The events of ``text`` fed to a fresh ``StreamParser`` in one delta (``"whole"``) or
+    one character per delta (``"per_char"``), then closed."""
+    from harmony_plugins import StreamParser
+
+    if cut == "per_char":
+        return per_char_events(text, tools)
+    parser = StreamParser(tools)
+    return parser.feed_text(text) + parser.close()

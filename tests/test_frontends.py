@@ -24,7 +24,7 @@ from harmony_plugins import (
     rules,
 )
 from harmony_plugins.vocab import o200k
-from tests.data import per_char_events
+from tests.data import CUTS, cut_events, per_char_events
 
 ENCODING = o200k.tiktoken_encoding()
 TEST_TUBE = "\U0001f9ea"  # three tokens of o200k_harmony, each a part of its four bytes
@@ -150,13 +150,8 @@ def test_text_mode_never_assembles_a_marker(marker):
 def test_an_end_after_reasoning_joins_nothing():
     """Reasoning and the free text after its ``<|end|>`` are two fields: their halves cannot
     spell ``<|end|>`` in one, so nothing is dropped (after content, the right half is)."""
-    for cut in ("whole", "per_char"):
-        text = "<|channel|>analysis<|message|>A<|<|end|>end|>B"
-        if cut == "whole":
-            parser = StreamParser()
-            events = parser.feed_text(text) + parser.close()
-        else:
-            events = per_char_events(text)
+    for cut in CUTS:
+        events = cut_events("<|channel|>analysis<|message|>A<|<|end|>end|>B", cut)
         assert "".join(e.text for e in events if isinstance(e, ReasoningText)) == "A<|"
         assert "".join(e.text for e in events if isinstance(e, ContentText)) == "end|>B"
         assert not [e for e in events if isinstance(e, Recovery) and e.rule == rules.SPLIT_MARKER]

@@ -12,17 +12,13 @@ from harmony_plugins import (
     ToolCallBegin,
     rules,
 )
-from tests.data import per_char_events
+from tests.data import CUTS, cut_events
 
 
-@pytest.mark.parametrize("mode", ["whole", "per_char"])
+@pytest.mark.parametrize("mode", CUTS)
 def test_header_words_dropped_are_in_recovery_text(mode):
     text = "<|start|>assistant LOST WORDS<|channel|>final The answer<|end|>"
-    if mode == "whole":
-        p = StreamParser()
-        events = p.feed_text(text) + p.close()
-    else:
-        events = per_char_events(text)
+    events = cut_events(text, mode)
     dropped = " ".join(e.text for e in events if isinstance(e, Recovery))
     assert "LOST" in dropped and "WORDS" in dropped
     assert "".join(e.text for e in events if isinstance(e, ContentText)) == "The answer"
