@@ -124,8 +124,11 @@ def _recipient_word(h: Header, name: str) -> None:
 
 def _channel_word(h: Header, word: str, first: bool, role_given: bool,
                   tools: frozenset[str]) -> None:
-    """A word of a ``<|channel|>`` section: the channel, then maybe a bare content type."""
+    """A word of a ``<|channel|>`` section: the channel, then maybe a bare content type. The
+    last channel wins; one it replaces is junk (dropped and counted, never lost)."""
     if first:
+        if h.channel is not None:
+            h.junk.append(h.channel)
         h.channel = word
     elif h.content_type is None and is_content_type(word, tools):
         h.content_type = word  # a bare content type: `commentary json`

@@ -7,6 +7,7 @@ import pytest
 
 from harmony_plugins import (
     ContentText,
+    ReasoningText,
     Recovery,
     StreamParser,
     ToolCallBegin,
@@ -22,6 +23,21 @@ def test_header_words_dropped_are_in_recovery_text(mode):
     dropped = " ".join(e.text for e in events if isinstance(e, Recovery))
     assert "LOST" in dropped and "WORDS" in dropped
     assert "".join(e.text for e in events if isinstance(e, ContentText)) == "The answer"
+
+
+@pytest.mark.parametrize("mode", CUTS)
+@pytest.mark.parametrize(("header", "lost"), [
+    ("<|channel|>0<|channel|>analysis", "0"),  # found by hypothesis: "0" was lost silently
+    ("<|channel|>final<|channel|>analysis", "final"),
+    ("<|start|>assistant commentary<|channel|>analysis", "commentary"),
+])
+def test_a_channel_the_last_one_replaces_is_header_junk(header, lost, mode):
+    """Two channels in one header: the last wins (contract section 3) and the one it
+    replaces is dropped and counted as header junk (section 6: nothing silently lost)."""
+    events = cut_events(header + "<|message|>Thinking.<|end|>", mode)
+    assert [(e.rule, e.text) for e in events if isinstance(e, Recovery)] == [
+        (rules.HEADER_JUNK, lost)]
+    assert "".join(e.text for e in events if isinstance(e, ReasoningText)) == "Thinking."
 
 
 @pytest.mark.parametrize("tail", ["", "<|message|>x", "<|end|>"])
