@@ -78,9 +78,17 @@ class CoreDriver(Driver):
         return turn.feed_ids if self.mode == "ids" else turn.feed_text
 
     def run(self, deltas: list[Any]) -> None:
-        feed, last = self._feeds(), len(deltas) - 1
-        for i, delta in enumerate(deltas):
-            feed(delta, "stop" if i == last else None)
+        # As an adapter feeds a stream: the turn's feed looked up per step (it is the front
+        # end's own once the first feed opened the fast path), the last step closing it.
+        turn = self.Turn(self.Request(self.tools))
+        if self.mode == "ids":
+            for delta in deltas[:-1]:
+                turn.feed_ids(delta)
+            turn.feed_ids(deltas[-1], "stop")
+        else:
+            for delta in deltas[:-1]:
+                turn.feed_text(delta)
+            turn.feed_text(deltas[-1], "stop")
 
     def collect(self, deltas: list[Any]) -> dict[str, Any]:
         from harmony_plugins import ChatResult

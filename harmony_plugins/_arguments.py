@@ -18,7 +18,8 @@ import json
 import re
 
 _STRUCTURAL = re.compile(r'[{}\[\]"\\]')
-_search = _STRUCTURAL.search
+_search = plain_piece = _STRUCTURAL.search
+"""``plain_piece(text)`` is None for a piece with no bracket, quote or backslash."""
 _DEPTH = {"{": 1, "[": 1, "}": -1, "]": -1, "\\": 0}  # outside strings
 _CLOSERS = "}]"
 
@@ -31,10 +32,14 @@ DONE = 3  # the first JSON value is complete; the rest is junk
 class ArgumentCutter:
     """Decides, piece by piece, which part of a call's body is argument text."""
 
-    __slots__ = ("mode", "depth", "in_string", "escaped", "lead", "kept", "junk")
+    __slots__ = ("mode", "plain", "depth", "in_string", "escaped", "lead", "kept", "junk")
 
     def __init__(self) -> None:
         self.mode = PENDING
+        # Whether a piece with no structural character (``plain_piece``) is argument text as
+        # it is, to be appended to ``kept``: inside the JSON value with no escape pending, or
+        # not JSON. A caller on a hot path may do that itself instead of calling feed.
+        self.plain = False
         self.depth = 0
         self.in_string = False
         self.escaped = False  # the previous piece ended in a backslash inside a string
@@ -44,11 +49,15 @@ class ArgumentCutter:
 
     def feed(self, text: str) -> str:
         """Take the next piece of the body; return the part that is argument text."""
+        if self.plain and _search(text) is None:  # most pieces: no bracket, quote, backslash
+            self.kept.append(text)
+            return text
+        return self.cut(text)
+
+    def cut(self, text: str) -> str:
+        """As :meth:`feed`, for a piece its caller found is not plain (see :attr:`plain`)."""
         mode = self.mode
         if mode == JSON:  # the common step first: inside the value
-            if not self.escaped and _search(text) is None:
-                self.kept.append(text)  # most pieces: no bracket, quote or backslash
-                return text
             end = self._scan(text, 0)
             piece = text if end < 0 else self._end(text, end)
         elif mode == RAW:
@@ -79,6 +88,7 @@ class ArgumentCutter:
             text = lead + text
         if text[start] not in '{["':
             self.mode = RAW
+            self.plain = True
             return text
         self.mode = JSON
         end = self._scan(text, start)
@@ -92,8 +102,10 @@ class ArgumentCutter:
             # Balanced, but not JSON (code or the like), or nested too deep for json to tell:
             # not provably one JSON value, so nothing is cut; the body is passed whole.
             self.mode = RAW
+            self.plain = True
             return text
         self.mode = DONE
+        self.plain = False
         if end < len(text):
             self.junk.append(text[end:])
         return text[:end]
@@ -123,6 +135,7 @@ class ArgumentCutter:
                 if depth <= 0 and c in _CLOSERS:
                     return i + 1
         self.escaped = skip == len(text)  # the piece ends in a backslash inside a string
+        self.plain = not self.escaped
         self.depth = depth
         self.in_string = in_string
         return -1

@@ -67,19 +67,28 @@ def checked_ids(ids: Any) -> list[int]:
 
 
 class IdsInput:
-    """Token ids to text and markers, through a vocabulary's table."""
+    """Token ids to text and markers, through a vocabulary's table.
 
-    __slots__ = ("machine", "table", "size", "pending", "owed", "stepped")
+    :meth:`feed` parses a delta; :meth:`fed` and :meth:`made` are what ``Turn.feed_ids`` and
+    ``Turn.decode_ids`` are once the turn's fast path is open: one call into the core per
+    decode step, the usual one (one ordinary token) handled here, any other handed back to
+    the turn (``general``, ``stepped``).
+    """
+
+    __slots__ = ("machine", "table", "size", "pending", "owed", "stepped", "general")
 
     def __init__(self, machine: Machine, table: list[Any],
-                 stepped: Callable[[], Any] | None = None) -> None:
+                 stepped: Callable[..., Any] | None = None,
+                 general: Callable[[Any, str | None], Step] | None = None) -> None:
         self.machine = machine  # where the text and markers go
         self.table = table  # id -> text, bytes (a token that cuts a character), marker, None
         self.size = len(table)
         self.pending = b""  # the start of a UTF-8 character whose other bytes are to come
         self.owed = 0  # tokens whose text waits in ``pending`` (counted with that text)
-        # For made: the step the machine's collector gathered, built (Turn gives it)
+        # For made: a step built (None: the one the machine's collector gathered; Turn gives it)
         self.stepped = stepped
+        # For fed: the turn's own feed, for every delta but the usual one (Turn gives it)
+        self.general = general
 
     def feed(self, ids: Any) -> Step | None:
         """Parse one delta's ids. Raises TypeError (before consuming any) for a non-int.
@@ -102,6 +111,26 @@ class IdsInput:
             ids = checked_ids(ids)
         self._feed(ids)
         return None
+
+    def fed(self, ids: Any, finish: str | None = None) -> Step:
+        """``Turn.feed_ids`` once the turn's fast path is open: a delta of one ordinary token
+        (not the last) is its step, straight from the body being read (``Machine.alone``);
+        another token is parsed here too, its step the machine's collector's; any other
+        delta (several tokens, not a list of ints, the last) goes to :attr:`general`, the
+        turn's feed."""
+        if finish is None and ids.__class__ is list and len(ids) == 1:
+            token = ids[0]
+            if token.__class__ is int:
+                if not self.pending and token >= 0:
+                    try:
+                        piece = self.table[token]
+                    except IndexError:
+                        piece = None
+                    if piece.__class__ is str:
+                        return self.machine.alone(piece, 1)
+                self._feed(ids)  # a marker, a cut character, an unknown id
+                return self.machine.out.step()
+        return self.general(ids, finish)
 
     def made(self, ids: Any) -> Any:
         """As :meth:`feed`, for ``Turn.decode_ids`` (which is this method once the turn's fast
@@ -179,15 +208,44 @@ class IdsInput:
 
 
 class TextInput:
-    """Text with literal special-token spellings to text and markers."""
+    """Text with literal special-token spellings to text and markers.
 
-    __slots__ = ("machine", "held", "tail", "joint")
+    As :class:`IdsInput`: :meth:`fed` and :meth:`made` are ``Turn.feed_text`` and
+    ``Turn.decode_text`` once the turn's fast path is open; the usual delta (text with no
+    ``<`` and nothing held from before) is handled here, any other handed back to the turn.
+    """
 
-    def __init__(self, machine: Machine) -> None:
+    __slots__ = ("machine", "held", "tail", "joint", "stepped", "general")
+
+    def __init__(self, machine: Machine, stepped: Callable[..., Any] | None = None,
+                 general: Callable[[Any, str | None], Step] | None = None) -> None:
         self.machine = machine  # where the text and markers go
         self.held = ""  # the end of the last delta, which may begin a marker
         self.tail = ""  # text passed on since the last marker, from its last "<" (short)
         self.joint = ""  # ``tail`` at a dropped marker, when it begins a spelling
+        self.stepped = stepped  # as IdsInput's
+        self.general = general
+
+    def fed(self, text: Any, finish: str | None = None) -> Step:
+        """``Turn.feed_text`` once the turn's fast path is open: a delta with no ``<`` (not
+        the last), while nothing is held or joined from before, is its step, straight from
+        the body being read (``Machine.alone``); another text is parsed here too; the last
+        delta, or one that is not a str, goes to :attr:`general`, the turn's feed."""
+        if finish is None and text.__class__ is str:
+            if text and "<" not in text and not self.held and not self.joint and not self.tail:
+                return self.machine.alone(text, 0)
+            return (text and self.feed(text)) or self.machine.out.step()
+        return self.general(text, finish)
+
+    def made(self, text: Any) -> Any:
+        """As :meth:`fed`, for ``Turn.decode_text``: the usual delta gives what the machine's
+        builder made of it (``Machine.made``); any other gives :attr:`stepped`."""
+        if text.__class__ is not str:
+            return self.general(text, None)  # the turn's feed refuses it (TypeError)
+        if text and "<" not in text and not self.held and not self.joint and not self.tail:
+            made = self.machine.made(text, 0)
+            return self.stepped() if made is None else made
+        return self.stepped(self.feed(text) if text else None)
 
     def _pass(self, text: str) -> None:
         """Pass text on, remembering its end from its last ``<`` (a spelling may start)."""

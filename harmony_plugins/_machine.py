@@ -88,7 +88,7 @@ from typing import Any
 from . import _header as hdr
 from . import harmony as mk
 from . import rules
-from ._arguments import ArgumentCutter
+from ._arguments import ArgumentCutter, plain_piece
 from ._checks import ArgumentChecker
 from ._events import ToolCallEnd
 from ._leaks import LeakScanner
@@ -96,6 +96,7 @@ from ._steps import EMPTY, STEPS, Builders, CallDelta, Collector, Step
 from ._tools import recipient as recipient_of
 
 _tuple_new = tuple.__new__  # builds a Step without NamedTuple's keyword handling
+_plain_piece = plain_piece
 
 HEADER = 0
 BODY = 1
@@ -152,6 +153,14 @@ class Header:
 
     def take(self, text: str, tokens: int) -> None:
         self.pieces.append(text)  # buffered until the header is complete
+
+    def alone(self, text: str, tokens: int) -> Step:
+        """A feed that is this one piece of text: nothing to show yet."""
+        self.pieces.append(text)
+        return EMPTY
+
+    def made(self, text: str, tokens: int) -> None:
+        self.pieces.append(text)
 
     def close_section(self) -> None:
         self.sections.append((self.kind, "".join(self.pieces)))
@@ -271,16 +280,29 @@ class CallBody(Body):
         if piece:
             self.out.arguments(self.index, piece)
 
+    # The usual piece (no bracket, quote or backslash, inside the value) is kept here, not
+    # through the cutter's feed: a call less per argument token.
+
     def alone(self, text: str, tokens: int) -> Step:
-        piece = self.cutter.feed(text)
-        if not piece:
-            return EMPTY
-        call = _tuple_new(CallDelta, (self.index, None, None, piece))
+        cutter = self.cutter
+        if cutter.plain and _plain_piece(text) is None:
+            cutter.kept.append(text)
+        else:
+            text = cutter.cut(text)
+            if not text:
+                return EMPTY
+        call = _tuple_new(CallDelta, (self.index, None, None, text))
         return _tuple_new(Step, ("", "", (call,), (), (), (), None, ()))
 
     def made(self, text: str, tokens: int) -> Any:
-        piece = self.cutter.feed(text)
-        return self.build.arguments(self.index, piece) if piece else None
+        cutter = self.cutter
+        if cutter.plain and _plain_piece(text) is None:
+            cutter.kept.append(text)
+        else:
+            text = cutter.cut(text)
+            if not text:
+                return None
+        return self.build.arguments(self.index, text)
 
     def end(self, by: str) -> None:
         machine, cutter, out = self.machine, self.cutter, self.out
@@ -376,14 +398,16 @@ class Machine:
         self.tools_unknown = tools_unknown
         self.out = out if out is not None else Collector()
         self.build = build  # what :attr:`made` builds
-        self.at: Header | Body | Done = Header(False)
+        header = Header(False)
+        self.at: Header | Body | Done = header
         """The state, as the object holding its data."""
-        self.alone: Callable[[str, int], Step] = self._alone
+        self.alone: Callable[[str, int], Step] = header.alone
         """Take a feed that is one piece of text (as :meth:`text`, ``tokens`` its ids) and
-        return its step: the usual decode step. In a body, when the turn keeps no events,
-        this is the body's own ``alone``, which builds the step directly; a front end calls
-        it only as a whole feed, with the collector empty (the turn takes every step)."""
-        self.made: Callable[[str, int], Any] = self._made
+        return its step: the usual decode step. In a header, and in a body when the turn
+        keeps no events, this is the state's own ``alone``, which builds the step directly;
+        a front end calls it only as a whole feed, with the collector empty (the turn takes
+        every step)."""
+        self.made: Callable[[str, int], Any] = header.made
         """As :attr:`alone`, the step built by :attr:`build` (``Turn.decode_ids``); None when
         there is nothing to show or the step is in the collector."""
         self.after_call = False  # a <|call|> was seen: only calls may follow
@@ -517,8 +541,8 @@ class Machine:
     # -- states ----------------------------------------------------------------------------
 
     def _to_header(self, role_given: bool, kind: int = hdr.ROLE, free: bool = False) -> None:
-        self.at = Header(role_given, kind, free)
-        self.alone, self.made = self._alone, self._made
+        header = self.at = Header(role_given, kind, free)
+        self.alone, self.made = header.alone, header.made  # a header shows nothing, events or not
 
     def _to_body(self, body: Body) -> None:
         self.at = body

@@ -113,25 +113,28 @@ Observer = Callable[[Summary], None]
 class Turn:
     """One response choice's parse: feed each step, get one :class:`Step` back.
 
-    Feed token ids (:meth:`feed_ids`) or text with literal markers (:meth:`feed_text`),
+    Feed token ids (:attr:`feed_ids`) or text with literal markers (:attr:`feed_text`),
     never both; ``finish`` on the last feed (or :meth:`close`) ends the turn, which reports it
     once. ``encoding`` is the :class:`Vocab` of the ids; ``id_factory`` makes call ids;
     ``observer`` receives the :class:`Summary` (it must not raise: an exception from it
     reaches the caller of the feed that closed the turn). ``events=True``: each step also
     carries its events in order (``Step.events``; the Responses API wants the message
     boundaries); without it no event object is built, only the step's joined parts.
-    ``build``: what :attr:`decode_ids` builds (:class:`Builders`; default: steps).
+    ``build``: what :attr:`decode_ids` and :attr:`decode_text` build (:class:`Builders`;
+    default: steps).
 
     The turn owns its front end (ids or text), its state machine and the collector the
-    machine hands its output to; a feed is one call into the front end, and the step is
-    what the collector gathered. Bad input raises at the boundary, before any state changes
-    (see :class:`~harmony_plugins._parser.StreamParser`); feeding a closed turn, or both ids
-    and text, raises RuntimeError.
+    machine hands its output to. The feeds are attributes, not methods: once the turn's fast
+    path is open (the first feed, with the tools known), each is its front end's own method,
+    so a decode step is one call into the core; any other step goes through the turn. Bad
+    input raises at the boundary, before any state changes (see
+    :class:`~harmony_plugins._parser.StreamParser`); feeding a closed turn, or both ids and
+    text, raises RuntimeError.
     """
 
     __slots__ = ("request", "_encoding", "_id_factory", "_observer", "_events", "_build",
                  "_machine", "_out", "_front", "_ids", "_text", "_fed", "_finish", "summary",
-                 "decode_ids")
+                 "feed_ids", "feed_text", "decode_ids", "decode_text")
 
     def __init__(self, request: Request, encoding: Vocab | None = None, *,
                  id_factory: Callable[[], str] | None = None,
@@ -156,13 +159,27 @@ class Turn:
         self._finish: str | None = None  # set by close()
         self.summary: Summary | None = None
         """Set when the turn has been reported (at close; see :meth:`declare`)."""
+        self.feed_ids: Callable[..., Step] = self._feed_ids
+        """``feed_ids(ids, finish=None)``: one step's token ids; with ``finish`` (``"stop"``,
+        ``"length"`` or ``"unknown"``: :data:`FINISHES`) the last one; returns its
+        :class:`Step`.
+
+        ``ids`` is a list of ints (the fast path; other iterables of integers are accepted).
+        A non-int id raises TypeError before any id of the delta is consumed. Ids outside
+        the vocabulary are skipped and counted (``unknown_token``). Once the fast path is
+        open this is the ids front end's ``fed`` (look it up per call, as an attribute: a
+        reference taken before the first feed stays on the turn's general path)."""
+        self.feed_text: Callable[..., Step] = self._feed_text
+        """``feed_text(text, finish=None)``: one step's text (markers spelled literally);
+        ``finish`` as in :attr:`feed_ids`. TypeError if ``text`` is not a str."""
         self.decode_ids: Callable[[list[int]], Any] = self._decode
-        """One decode step's ids (not the last: :meth:`feed_ids` with ``finish`` ends the
+        """One decode step's ids (not the last: :attr:`feed_ids` with ``finish`` ends the
         turn), its step built by the turn's ``build``: a step that is one piece of one kind
         comes straight from that piece's builder, with no :class:`Step` made (the usual decode
-        step); any other through ``build.step``. Otherwise as :meth:`feed_ids`. An attribute,
-        not a method: once the fast path is open it is the front end's ``made`` itself (one
-        call per decode step into the core)."""
+        step); any other through ``build.step``. Otherwise as :attr:`feed_ids`. Once the fast
+        path is open it is the front end's ``made`` itself (one call per decode step)."""
+        self.decode_text: Callable[[str], Any] = self._decode_text
+        """As :attr:`decode_ids`, for one decode step's text (:attr:`feed_text`)."""
 
     @property
     def machine(self) -> Machine:
@@ -217,7 +234,7 @@ class Turn:
         kind = self._front.__class__ if self._front is not None else None
         finish, self._finish = self._finish, None
         self._machine = self._front = self._ids = self._text = None
-        self.decode_ids = self._decode
+        self._general()
         self._out = Collector(self._events)
         steps = [self.feed_ids(piece) if kind is IdsInput else self.feed_text(piece)
                  for piece in fed]
@@ -254,14 +271,15 @@ class Turn:
         """Token ids fed so far that were reasoning text."""
         return self._out.reasoning_tokens
 
-    def feed_ids(self, ids: Iterable[int], finish: str | None = None) -> Step:
-        """One step's token ids; with ``finish`` (``"stop"``, ``"length"`` or ``"unknown"``:
-        :data:`FINISHES`) the last one.
+    def _general(self) -> None:
+        """The feeds through the turn (the fast path closed, or not open yet)."""
+        self.feed_ids = self._feed_ids
+        self.feed_text = self._feed_text
+        self.decode_ids = self._decode
+        self.decode_text = self._decode_text
 
-        ``ids`` is a list of ints (the fast path; other iterables of integers are accepted).
-        A non-int id raises TypeError before any id of the delta is consumed. Ids outside
-        the vocabulary are skipped and counted (``unknown_token``).
-        """
+    def _feed_ids(self, ids: Iterable[int], finish: str | None = None) -> Step:
+        """:attr:`feed_ids` through the turn."""
         front = self._ids
         if front is not None and finish is None:  # every decode step but the last
             return front.feed(ids) or self._out.step()
@@ -276,17 +294,20 @@ class Turn:
 
     def _decode(self, ids: list[int]) -> Any:
         """:attr:`decode_ids` while the fast path is not open (the first feed, a turn whose
-        tools are unknown, a closed turn): :meth:`feed_ids`, its step built."""
-        return self._build.step(self.feed_ids(ids))
+        tools are unknown, a closed turn): :attr:`feed_ids`, its step built."""
+        return self._build.step(self._feed_ids(ids))
 
-    def _stepped(self) -> Any:
-        """The step the collector gathered, built (the front end's ``made``, when the builder
-        left the step to the collector)."""
-        return self._build.step(self._out.step())
+    def _decode_text(self, text: str) -> Any:
+        """:attr:`decode_text` while the fast path is not open."""
+        return self._build.step(self._feed_text(text))
 
-    def feed_text(self, text: str, finish: str | None = None) -> Step:
-        """One step's text (markers spelled literally); ``finish`` as in :meth:`feed_ids`.
-        TypeError if ``text`` is not a str."""
+    def _stepped(self, step: Step | None = None) -> Any:
+        """A step built (None: the one the collector gathered), for the front end's
+        ``made``."""
+        return self._build.step(self._out.step() if step is None else step)
+
+    def _feed_text(self, text: str, finish: str | None = None) -> Step:
+        """:attr:`feed_text` through the turn."""
         front = self._text
         if front is not None and finish is None and text.__class__ is str:
             return (text and front.feed(text)) or self._out.step()
@@ -309,14 +330,18 @@ class Turn:
             machine = self.machine  # reads the tools: may raise before anything is fed
             if kind is IdsInput:
                 vocab = self._encoding or Vocab.o200k_harmony()
-                front = self._front = IdsInput(machine, vocab.table, self._stepped)
+                front = self._front = IdsInput(machine, vocab.table, self._stepped,
+                                               self._feed_ids)
                 if self._fed is None:  # the fast path (a turn that may parse again: not)
                     self._ids = front
+                    self.feed_ids = front.fed
                     self.decode_ids = front.made
             else:
-                front = self._front = TextInput(machine)
+                front = self._front = TextInput(machine, self._stepped, self._feed_text)
                 if self._fed is None:
                     self._text = front
+                    self.feed_text = front.fed
+                    self.decode_text = front.made
         elif front.__class__ is not kind:
             other = "feed_text" if kind is IdsInput else "feed_ids"
             raise RuntimeError(f"Turn.{name}() on a turn already fed with {other}()")
@@ -343,7 +368,7 @@ class Turn:
         if front is not None:
             front.flush()
         self._ids = self._text = None
-        self.decode_ids = self._decode
+        self._general()
         machine.close(finish)
         step = self._out.step()
         if self._fed is None:  # else reported once the tools are known (declare / settle)

@@ -250,6 +250,24 @@ def test_decode_ids_builds_the_steps_feed_ids_gives(case: Case):
         assert norm(result.message()) == case.expected()
 
 
+@pytest.mark.parametrize("case", _params("text"))
+def test_decode_text_builds_the_steps_feed_text_gives(case: Case):
+    """Turn.decode_text, the same for text (one character per delta, and random cuts)."""
+    rng = random.Random(case.id)
+    for units in (list(case.text), chunks(case.text, rng, 9)):
+        plain = Turn(Request(case.tools), id_factory=_numbered_ids())
+        built = Turn(Request(case.tools), id_factory=_numbered_ids(), build=_tagging_builders())
+        result = ChatResult()
+        for unit in units:
+            kind, step = built.decode_text(unit)
+            assert step == plain.feed_text(unit), (kind, unit)
+            result.add(step)
+        last = built.close(case.finish)
+        assert last == plain.close(case.finish)
+        result.add(last)
+        assert norm(result.message()) == case.expected()
+
+
 DROPPED = [pytest.param(c, id=c.id, marks=_marks(c)) for c in CASES if c.dropped]
 
 

@@ -331,6 +331,26 @@ def test_decode_ids_builds_one_piece_steps_with_their_builders_and_the_rest_whol
     assert turn.reasoning_tokens == 2
 
 
+def test_decode_text_builds_one_piece_steps_with_their_builders_and_the_rest_whole():
+    """The same for text (as SGLang's detokenizer hands it): a delta with a ``<`` that is no
+    marker (``a<b``) is a whole step too, and the text is not counted in tokens."""
+    encoding = o200k.tiktoken_encoding()
+    pieces = [encoding.decode([d[0]]) for d in _one_token_deltas(ANALYSIS_THEN_CALL)]
+    pieces[5:5] = [" a<b"]  # the end of the analysis, after "Think" and "."
+    turn = Turn(Request([WEATHER]), id_factory=lambda: "call_1", build=_tagging())
+    got = [turn.decode_text(piece) for piece in pieces]
+    assert [g for g in got if g[0] != "step"] == [
+        ("reasoning", "Think"), ("reasoning", "."),
+        ("arguments", 0, '{"'), ("arguments", 0, "city"), ("arguments", 0, '":'),
+        ("arguments", 0, ' "'), ("arguments", 0, "Paris"), ("arguments", 0, '"}')]
+    whole = [g[1] for g in got if g[0] == "step" and g[1] is not EMPTY]
+    assert [(s.reasoning, s.calls, s.ended) for s in whole] == [
+        (" a<b", (), ()),
+        ("", (CallDelta(0, "call_1", "get_weather", ""),), ()),
+        ("", (), (ToolCallEnd(0, '{"city": "Paris"}', rules.SURFACED),))]
+    assert turn.reasoning_tokens == 0
+
+
 def test_decode_ids_with_a_builder_that_hides_hands_over_the_empty_step():
     turn = Turn(Request([WEATHER]), build=_tagging(hide_reasoning=True))
     got = [turn.decode_ids(delta) for delta in _one_token_deltas(ANALYSIS_THEN_CALL)[:5]]
