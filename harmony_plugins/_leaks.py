@@ -6,8 +6,8 @@ as prose). A lone ``to=functions.x`` is not one: documentation legitimately cont
 Leaks are flagged, never rewritten.
 
 Cost stays linear and small. A piece is scanned only when it could complete a match: it
-holds ``>`` (every spelling ends in one) or ``=``, or a ``to=`` was seen in the last
-:data:`CARRY` characters, or a match might still be growing at the end of the previous piece.
+holds ``>`` (every spelling ends in one) or ``=``, or a ``to=`` lies within :data:`CARRY`
+characters of the end of the text before it, or a match might still be growing there.
 Prose without those characters costs a list append per piece. A scan looks at the new text
 plus a bounded carry of the text before it (no match is longer than :data:`CARRY`), and runs
 the regular expression only if the text holds ``<|`` or ``to=functions.`` at all. A match is
@@ -32,43 +32,56 @@ LEAK = re.compile(
 )
 CARRY = 100
 """Longer than any match, plus the character before it (for the word-boundary check)."""
+WINDOW = 4 * CARRY
+"""The most characters the window holds, beyond the piece just added, before it is cut back
+to its last :data:`CARRY` characters."""
 
 
 _OPEN = hm.OPEN
 _RECIPIENT = hm.RECIPIENT
 _TO_FUNCTION = hm.RECIPIENT + hm.FUNCTIONS_PREFIX
-_ALWAYS = 1 << 62  # watch_until while a match may still be growing
 
 
 class LeakScanner:
-    """Finds leaks in one message's visible text, fed piece by piece."""
+    """Finds leaks in one message's visible text, fed piece by piece.
 
-    __slots__ = ("recent", "start", "end", "counted_to", "watch_until")
+    ``recent`` is the window: the latest pieces, from absolute position ``start`` to ``end``.
+    While ``watching`` is false, a piece with no ``>`` and no ``=`` cannot complete a match:
+    it only joins the window (:meth:`feed` does that, and so may a caller on a hot path: append
+    it, add its length to ``end``, and :meth:`trim` once ``end - start`` exceeds
+    :data:`WINDOW`).
+    """
+
+    __slots__ = ("recent", "start", "end", "counted_to", "watching")
 
     def __init__(self) -> None:
-        self.recent: list[str] = []  # the latest pieces: at least CARRY characters, if seen
-        self.start = 0  # absolute position of the start of ``recent``
-        self.end = 0  # absolute position of the end of the text seen
+        self.recent: list[str] = []
+        self.start = 0
+        self.end = 0
         self.counted_to = 0  # absolute end of the last counted match
-        # Scan every piece up to here: a ``to=`` was seen (a match may end within CARRY
-        # characters of it), or, while _ALWAYS, a match touched the end and may still grow.
-        self.watch_until = 0
+        # Scan every piece: a ``to=`` lies within CARRY characters of the end (a match may end
+        # in the next piece), or a match touches the end and may still grow.
+        self.watching = False
 
     def feed(self, text: str) -> list[str] | None:
         """Take the next piece; return the excerpts of the leaks it settled, if any."""
-        end = self.end = self.end + len(text)
         self.recent.append(text)
-        if end <= self.watch_until or ">" in text or "=" in text:
+        end = self.end = self.end + len(text)
+        if self.watching or ">" in text or "=" in text:
             return self._scan(False)
-        if end - self.start > 4 * CARRY:
-            tail = "".join(self.recent)[-CARRY:]
-            self.recent = [tail]
-            self.start = end - len(tail)
+        if end - self.start > WINDOW:
+            self.trim()
         return None
+
+    def trim(self) -> None:
+        """Cut the window back to its last :data:`CARRY` characters."""
+        tail = "".join(self.recent)[-CARRY:]
+        self.recent = [tail]
+        self.start = self.end - len(tail)
 
     def close(self) -> list[str] | None:
         """End of the message: a match at the very end is settled now."""
-        return self._scan(True) if self.watch_until == _ALWAYS else None
+        return self._scan(True) if self.watching else None
 
     def _scan(self, final: bool) -> list[str] | None:
         scan = "".join(self.recent)
@@ -85,7 +98,7 @@ class LeakScanner:
                 found.append(m.group())
                 self.counted_to = base + m.end()
         armed = scan.rfind(_RECIPIENT)
-        self.watch_until = _ALWAYS if pending else base + armed + CARRY if armed >= 0 else 0
+        self.watching = pending or (armed >= 0 and len(scan) - armed < CARRY)
         tail = scan[-CARRY:]
         self.recent = [tail]
         self.start = self.end - len(tail)

@@ -60,6 +60,15 @@ def test_a_match_at_the_end_settles_when_the_message_ends() -> None:
     assert scanner.close() == ["commentary to=functions.f"]
 
 
+def test_a_long_piece_after_to_is_scanned_as_when_cut_finer() -> None:
+    """The piece after a ``to=`` may be longer than the carry: a match it completes near its
+    start is found as when the text is fed whole or per character (contract section 6: the
+    result does not depend on the cuts; a piece ending beyond the carry went unscanned)."""
+    text = "to=functions.x analysis " + "more prose " * 20
+    cuts = ["to=functions.x", text[len("to=functions.x"):]]
+    assert scanned(cuts) == scanned([text]) == scanned(list(text)) == ["to=functions.x analysis"]
+
+
 def test_far_apart_parts_are_no_match() -> None:
     far = "commentary" + " " * (_leaks.CARRY + 5) + "to=functions.f"
     assert scanned([far]) == scanned(list(far)) == []
