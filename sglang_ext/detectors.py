@@ -47,6 +47,8 @@ from sglang.srt.parser.reasoning_parser import (
 )
 
 from harmony_plugins import (
+    STEPS,
+    Builders,
     Request,
     Step,
     Turn,
@@ -77,12 +79,12 @@ _current = links.CURRENT.get
 
 
 def new_turn(tools: Iterable[Any] | None, tool_choice: Any = None, *,
-             tools_known: bool = True) -> Turn:
+             tools_known: bool = True, build: Builders = STEPS) -> Turn:
     """A choice's turn: the request's full tools (or, ``tools_known=False``, tools to be
-    given later), and SGLang's switch or ours."""
+    given later), and SGLang's switch or ours; ``build``: what its decode steps make."""
     request = Request(tools, tool_choice, pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS),
                       tools_known=tools_known)
-    return Turn(request, observer=_count if metrics_enabled() else _report)
+    return Turn(request, observer=_count if metrics_enabled() else _report, build=build)
 
 
 once = Once(logger)
@@ -147,22 +149,27 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
         """The choice's link, holding its turn (started on first use)."""
         link = self._link
         if link is None:
+            link = links.Link()
+            build = link.builders(ReasoningResult)
             request = self._request
             choice = getattr(request, "tool_choice", None)
             if not self.hands_off and not (request is not None and Request(None, choice).calls_off):
                 # No tool parser follows: the turn never has tools. (With tool_choice "none"
                 # SGLang runs none either, and then the request declares nothing: that is a
                 # turn whose tools are known.)
-                turn = new_turn(None, tools_known=False)
+                turn = new_turn(None, tools_known=False, build=build)
             elif request is not None:
-                turn = new_turn(chat_request_tools(request), getattr(request, "tool_choice", None))
+                turn = new_turn(chat_request_tools(request), getattr(request, "tool_choice", None),
+                                build=build)
             else:  # the tool detector will give them
-                turn = new_turn(None, tools_known=False)
-            link = self._link = links.Link(turn)
+                turn = new_turn(None, tools_known=False, build=build)
+            link = self._link = link.start(turn)
         return link
 
     def parse_streaming_increment(self, new_text: str) -> ReasoningResult:
         link = self._link or self.link
+        if self.hands_off and self.stream_reasoning:  # the usual decode step: the link's
+            return link.turn.decode_text(new_text)   # builders make the result, queue the rest
         return self._result(link, link.turn.feed_text(new_text), final=False)
 
     def finish(self) -> ReasoningResult:
@@ -220,6 +227,7 @@ class HarmonyExtDetector(BaseFormatDetector):
         # has_tool_call's parse of raw text, reused by detect_and_parse: (text, step)
         self._whole: tuple[str, Step] | None = None
         self._bound_tools: list[Any] | None = None  # from the FunctionCallParser hook
+        self._nothing: StreamingParseResult | None = None  # see _empty
 
     def bind_tools(self, tools: list[Any] | None) -> None:
         """The request's tools, for ``has_tool_call`` on raw text (``FunctionCallParser`` hook)."""
@@ -256,12 +264,28 @@ class HarmonyExtDetector(BaseFormatDetector):
         if link is None or link is not self._link:  # not the usual step: check the link
             link = self._linked()
         if link is not None:
+            quick = link.quick(new_text)
+            if quick is not None:  # the usual step: the text handed over, or one piece
+                text, piece = quick
+                build = results.BUILD
+                if piece is not None:
+                    return build.result(text, [build.piece(piece[0], piece[1])])
+                return build.result(text, []) if text else self._empty()
             steps = link.take(new_text, tools)
             if not steps:  # a step of reasoning: nothing for this detector
-                return results.BUILD.result("", [])
+                return self._empty()
         else:
             steps = [self._own_turn(tools).feed_text(new_text)]
         return self._stream(steps)
+
+    def _empty(self) -> StreamingParseResult:
+        """The result of a step with nothing for this detector (a step of reasoning): one
+        instance reused while it is still empty (SGLang's caller only reads it; one it changed
+        is replaced), not a model built and dropped per step."""
+        nothing = self._nothing
+        if nothing is None or nothing.normal_text or nothing.calls:
+            nothing = self._nothing = results.BUILD.result("", [])
+        return nothing
 
     def finish(self, tools: list[Any]) -> StreamingParseResult:
         link = self._link

@@ -17,7 +17,7 @@ import contextvars
 import logging
 from typing import Any
 
-from harmony_plugins import Step, Turn
+from harmony_plugins import Builders, CallDelta, Step, Turn
 from harmony_plugins.adapter_support.once import Once
 
 logger = logging.getLogger("sglang_ext")
@@ -27,6 +27,7 @@ CURRENT: contextvars.ContextVar[Link | None] = contextvars.ContextVar(
 """The link the reasoning detector of this task published last."""
 
 _publish = CURRENT.set
+_current = CURRENT.get
 
 LOST: dict[str, int] = {"missing": 0, "changed": 0}
 """Tool-detector calls that found no link, or a text other than the one handed over."""
@@ -37,19 +38,34 @@ class Link:
     """One choice's turn, fed by the reasoning detector and drained by the tool detector.
 
     ``steps``: what the tool detector has not taken yet (content and calls; reasoning is
-    the reasoning detector's). ``handed``: the normal text handed over since then. A turn
-    whose tools are unknown (nothing gave the reasoning detector the request) learns them
-    from the tool detector's first call (:meth:`declare`). A link decides nothing when it goes:
-    a turn nobody finished (a stream SGLang aborted) is not reported.
+    the reasoning detector's). ``handed``: the normal text handed over since then. ``piece``:
+    a decode step that was one piece of one call's arguments, queued as ``(index, text)``
+    with no step made (the usual step of a call). A turn whose tools are unknown (nothing
+    gave the reasoning detector the request) learns them from the tool detector's first call
+    (:meth:`declare`). A link decides nothing when it goes: a turn nobody finished (a stream
+    SGLang aborted) is not reported.
+
+    The reasoning detector's usual decode step goes through :meth:`builders` (the turn's
+    ``decode_text``): a piece of reasoning or content becomes the reasoning detector's result
+    straight away, and the tool detector's usual call (:meth:`quick`) finds only the text it
+    was handed, or one argument piece.
     """
 
-    __slots__ = ("turn", "steps", "handed", "owner")
+    __slots__ = ("turn", "steps", "handed", "piece", "owner", "waiting")
+    turn: Turn  # given by start(), right after the link is made (its turn is built on it)
 
-    def __init__(self, turn: Turn) -> None:
-        self.turn = turn
+    def __init__(self) -> None:
         self.steps: list[Step] = []
         self.handed = ""
+        self.piece: tuple[int, str] | None = None
         self.owner: object | None = None  # the tool detector that took from it first
+        self.waiting = False  # the turn's tools are still to come
+
+    def start(self, turn: Turn) -> Link:
+        """Give the link its turn (built with :meth:`builders`)."""
+        self.turn = turn
+        self.waiting = turn.tools_unknown
+        return self
 
     def claim(self, detector: object) -> bool:
         """Whether ``detector`` may take from this link (the first to take owns it)."""
@@ -59,23 +75,90 @@ class Link:
             return True
         return owner is detector
 
+    def publish(self) -> None:
+        """Make this the link the task's next tool-detector call finds."""
+        if _current() is not self:
+            _publish(self)
+
     def hand(self, step: Step) -> None:
         """Queue a step's content and calls for the tool detector, and publish the link."""
         content = step.content
         if content or step.calls or step.ended:
+            self._unpiece()
             self.steps.append(step)
             if content:
                 self.handed = content if not self.handed else self.handed + content
-        _publish(self)
+        if _current() is not self:
+            _publish(self)
+
+    def _unpiece(self) -> None:
+        """A queued argument piece as a step, ahead of what is queued next."""
+        piece = self.piece
+        if piece is not None:
+            self.piece = None
+            self.steps.append(Step(calls=(CallDelta(piece[0], None, None, piece[1]),)))
+
+    def builders(self, result: Any) -> Builders:
+        """The turn's builders (``Turn.decode_text``): each makes the reasoning detector's
+        result, ``result(normal_text, reasoning_text)``, queues what the tool detector needs,
+        and publishes the link."""
+
+        def reasoning_piece(text: str) -> Any:
+            if _current() is not self:
+                _publish(self)
+            return result("", text)
+
+        def content_piece(text: str) -> Any:
+            if self.steps or self.piece is not None:  # keep the order: queue it as a step
+                self.hand(Step(content=text))
+            else:
+                self.handed = text if not self.handed else self.handed + text
+                if _current() is not self:
+                    _publish(self)
+            return result(text, "")
+
+        def arguments_piece(index: int, text: str) -> Any:
+            if self.steps or self.piece is not None:
+                self.hand(Step(calls=(CallDelta(index, None, None, text),)))
+            else:
+                self.piece = (index, text)
+                if _current() is not self:
+                    _publish(self)
+            return result("", "")
+
+        def whole(step: Step) -> Any:
+            self.hand(step)
+            return result(step.content, step.reasoning)
+
+        return Builders(reasoning_piece, content_piece, arguments_piece, whole)
+
+    def quick(self, text: str) -> tuple[str, tuple[int, str] | None] | None:
+        """The tool detector's usual call, when nothing but the text handed over and at most
+        one argument piece is queued: returns that text (the parse's view, ``text`` being what
+        SGLang passed on) and piece, emptying the queue. None when the call is not the usual
+        one (steps queued, or the tools still to come): then :meth:`take`."""
+        if self.steps or self.waiting:
+            return None
+        handed = self.handed
+        if text != handed:
+            self._changed(text)
+        self.handed = ""
+        piece = self.piece
+        self.piece = None
+        return handed, piece
+
+    def _changed(self, text: str) -> None:
+        lost("changed", "SGLang changed the normal text between the reasoning and the "
+             "tool detector (%r, handed %r); the tool detector keeps the parse's view",
+             text[:40], self.handed[:40])
 
     def take(self, text: str, tools: list[Any] | None) -> list[Step]:
         """The queued steps, emptying the queue; ``text`` is what SGLang passed on, ``tools``
         the tool detector's (given to a turn that did not know them)."""
         if text != self.handed:
-            lost("changed", "SGLang changed the normal text between the reasoning and the "
-                 "tool detector (%r, handed %r); the tool detector keeps the parse's view",
-                 text[:40], self.handed[:40])
+            self._changed(text)
         self.handed = ""
+        self._unpiece()
         if self.turn.tools_unknown:
             self.declare(tools)
         steps = self.steps
@@ -87,13 +170,15 @@ class Link:
         """Give the turn its tools: the queued steps (which surfaced no call) give way to the
         turn's parse of everything so far with them."""
         step = self.turn.declare(tools or [])
+        self.piece = None
         self.steps = [step]
+        self.waiting = False
 
     def may_call(self) -> bool:
         """Whether the queued steps hold a call (or, tools unknown, a message that may be)."""
         if self.turn.tools_unknown:
             return self.turn.unresolved_calls > 0
-        return any(step.calls for step in self.steps)
+        return self.piece is not None or any(step.calls for step in self.steps)
 
 
 def lost(kind: str, message: str, *args: Any) -> None:

@@ -170,6 +170,25 @@ def test_reasoning_and_tool_detector_share_one_turn_through_the_link() -> None:
     assert fp.detector._link is rp.detector.link and fp.detector._own is None
 
 
+def test_a_step_with_nothing_for_the_tool_detector_reuses_one_empty_result(pieces) -> None:
+    """Reasoning steps give the tool detector nothing: it answers each with one result that
+    stays empty (SGLang's caller only reads it), and replaces one somebody changed."""
+    case = next(c for c in CASES if c.id == "call_after_analysis")
+    rp = ReasoningParser(NAME, request=request_for(case), tool_call_parser_active=True)
+    fp = FunctionCallParser([Tool(**WEATHER)], NAME)
+    results = []
+    for piece in pieces("<|channel|>analysis<|message|>Need weather, in Paris."):
+        _, normal = rp.parse_stream_chunk(piece)
+        results.append(fp.detector.parse_streaming_increment(normal, fp.tools))
+    reasoning = results[3:]  # after the header's three pieces
+    assert len(reasoning) > 3 and all(r is reasoning[0] for r in reasoning)
+    assert (reasoning[0].normal_text, reasoning[0].calls) == ("", [])
+    reasoning[0].calls.append("changed by somebody")
+    _, normal = rp.parse_stream_chunk(" Then")
+    fresh = fp.detector.parse_streaming_increment(normal, fp.tools)
+    assert fresh is not reasoning[0] and (fresh.normal_text, fresh.calls) == ("", [])
+
+
 def test_a_changed_text_between_the_detectors_is_an_error_once_not_a_lost_call(caplog) -> None:
     """SGLang passing on a changed normal text (a strip, say) must not lose calls silently."""
     import logging
