@@ -115,20 +115,24 @@ class IdsInput:
     def fed(self, ids: Any, finish: str | None = None) -> Step:
         """``Turn.feed_ids`` once the turn's fast path is open: a delta of one ordinary token
         (not the last) is its step, straight from the body being read (``Machine.alone``);
-        another token is parsed here too, its step the machine's collector's; any other
-        delta (several tokens, not a list of ints, the last) goes to :attr:`general`, the
-        turn's feed."""
-        if finish is None and ids.__class__ is list and len(ids) == 1:
-            token = ids[0]
-            if token.__class__ is int:
-                if not self.pending and token >= 0:
-                    try:
-                        piece = self.table[token]
-                    except IndexError:
-                        piece = None
-                    if piece.__class__ is str:
-                        return self.machine.alone(piece, 1)
-                self._feed(ids)  # a marker, a cut character, an unknown id
+        another list of ints is parsed here too, its step the machine's collector's; any
+        other delta (not a list of ints, the last) goes to :attr:`general`, the turn's
+        feed."""
+        if finish is None and ids.__class__ is list:
+            if len(ids) == 1:
+                token = ids[0]
+                if token.__class__ is int:
+                    if not self.pending and token >= 0:
+                        try:
+                            piece = self.table[token]
+                        except IndexError:
+                            piece = None
+                        if piece.__class__ is str:
+                            return self.machine.alone(piece, 1)
+                    self._feed(ids)  # a marker, a cut character, an unknown id
+                    return self.machine.out.step()
+            elif _INT_ONLY.issuperset(map(type, ids)):  # several tokens (or none)
+                self._feed(ids)
                 return self.machine.out.step()
         return self.general(ids, finish)
 
@@ -161,9 +165,12 @@ class IdsInput:
         for token in ids:
             piece = table[token] if 0 <= token < size else None
             kind = piece.__class__
-            if kind is str or kind is bytes:
+            if kind is str:
                 run.append(piece)
-                cut = cut or kind is bytes
+                continue
+            if kind is bytes:
+                run.append(piece)
+                cut = True
                 continue
             if run:
                 self._run(run, cut)

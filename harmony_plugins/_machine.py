@@ -152,7 +152,7 @@ class Header:
         self.kind = kind  # the section being read: ROLE, or the marker that began it
         self.pieces: list[str] = []  # its text so far
 
-    def take(self, text: str, tokens: int) -> None:
+    def take(self, text: str, tokens: int = 0) -> None:
         self.pieces.append(text)  # buffered until the header is complete
 
     def alone(self, text: str, tokens: int) -> Step:
@@ -189,8 +189,13 @@ class Body:
         self.out = machine.out
         self.build = machine.build
 
-    def take(self, text: str, tokens: int) -> None:
+    def take(self, text: str, tokens: int = 0) -> None:
         raise NotImplementedError
+
+    def taker(self) -> Callable[..., None]:
+        """What takes this body's text (``Machine.text`` while it is read): :meth:`take`, or
+        where that only hands the text on, the callable it hands it to."""
+        return self.take
 
     def alone(self, text: str, tokens: int) -> Step:
         """The step of a feed that is this one piece of text (the usual decode step), built
@@ -212,8 +217,11 @@ class ReasoningBody(Body):
     __slots__ = ()
     route = REASONING
 
-    def take(self, text: str, tokens: int) -> None:
+    def take(self, text: str, tokens: int = 0) -> None:
         self.out.reasoning(text, tokens)
+
+    def taker(self) -> Callable[..., None]:
+        return self.out.reasoning  # what take does, without the call to take
 
     def alone(self, text: str, tokens: int) -> Step:
         self.out.reasoning_tokens += tokens
@@ -234,7 +242,7 @@ class ContentBody(Body):
         super().__init__(machine)
         self.scanner = LeakScanner()
 
-    def take(self, text: str, tokens: int) -> None:
+    def take(self, text: str, tokens: int = 0) -> None:
         self.out.content(text)
         found = self.scanner.feed(text)
         if found:
@@ -293,7 +301,7 @@ class CallBody(Body):
         self.name = name  # the declared name its arguments are checked against ("": none)
         self.cutter = ArgumentCutter()
 
-    def take(self, text: str, tokens: int) -> None:
+    def take(self, text: str, tokens: int = 0) -> None:
         piece = self.cutter.feed(text)
         if piece:
             self.out.arguments(self.index, piece)
@@ -349,7 +357,7 @@ class DropBody(Body):
         self.rule = rule
         self.dropped: list[str] = []
 
-    def take(self, text: str, tokens: int) -> None:
+    def take(self, text: str, tokens: int = 0) -> None:
         self.dropped.append(text)
 
     def alone(self, text: str, tokens: int) -> Step:
@@ -374,7 +382,7 @@ class Done:
     def __init__(self) -> None:
         self.dropped: list[str] = []
 
-    def take(self, text: str, tokens: int) -> None:
+    def take(self, text: str, tokens: int = 0) -> None:
         self.dropped.append(text)
 
 
@@ -389,7 +397,7 @@ class Machine:
     __slots__ = (
         "tools", "spaced", "checker", "new_id", "pass_undeclared", "tools_unknown",
         "any_recipient", "builtins", "out",
-        "build", "at", "alone", "made",
+        "build", "at", "text", "alone", "made",
         "after_call", "stop_reason", "calls", "seen_marker", "recoveries",
         "outcomes", "leaks", "maybe_calls",
     )
@@ -419,6 +427,10 @@ class Machine:
         header = Header(False)
         self.at: Header | Body | Done = header
         """The state, as the object holding its data."""
+        self.text: Callable[..., None] = header.take
+        """``text(text, tokens=0)``: take the next piece of model text (never empty), made of
+        ``tokens`` token ids (0 in text mode), which count as reasoning tokens if it is
+        reasoning. The state's own ``take``, set with the state."""
         self.alone: Callable[[str, int], Step] = header.alone
         """Take a feed that is one piece of text (as :meth:`text`, ``tokens`` its ids) and
         return its step: the usual decode step. In a header, and in a body when the turn
@@ -457,11 +469,6 @@ class Machine:
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
 
     # -- input ---------------------------------------------------------------------------
-
-    def text(self, text: str, tokens: int = 0) -> None:
-        """Take the next piece of model text (never empty), made of ``tokens`` token ids
-        (0 in text mode), which count as reasoning tokens if it is reasoning."""
-        self.at.take(text, tokens)
 
     def _alone(self, text: str, tokens: int = 0) -> Step:
         """:attr:`alone` outside a body (or keeping events): the text, then the step."""
@@ -560,10 +567,12 @@ class Machine:
 
     def _to_header(self, role_given: bool, kind: int = hdr.ROLE, free: bool = False) -> None:
         header = self.at = Header(role_given, kind, free)
+        self.text = header.take
         self.alone, self.made = header.alone, header.made  # a header shows nothing, events or not
 
     def _to_body(self, body: Body) -> None:
         self.at = body
+        self.text = body.taker()
         if self.out.events is None:
             self.alone, self.made = body.alone, body.made
         else:
@@ -572,7 +581,8 @@ class Machine:
     def _to_done(self) -> None:
         self.alone, self.made = self._alone, self._made
         if not isinstance(self.at, Done):  # a turn closed after it ended keeps its text
-            self.at = Done()
+            done = self.at = Done()
+            self.text = done.take
 
     # -- headers -------------------------------------------------------------------------
 

@@ -226,12 +226,14 @@ class Collector:
         if not touched:
             return EMPTY
         self.touched = 0
-        if touched == _R:  # the usual decode steps, one kind of text: built directly
-            return _tuple_new(Step, (_take(self.reasoning_parts), "", (), (), (), (), None,
-                                     self._take_events()))
-        if touched == _C:
-            return _tuple_new(Step, ("", _take(self.content_parts), (), (), (), (), None,
-                                     self._take_events()))
+        if touched in (_R, _C):  # one kind of text: built directly
+            parts = self.reasoning_parts if touched == _R else self.content_parts
+            text = parts[0] if len(parts) == 1 else "".join(parts)
+            parts.clear()
+            events = () if self.events is None else self._take_events()
+            if touched == _R:
+                return _tuple_new(Step, (text, "", (), (), (), (), None, events))
+            return _tuple_new(Step, ("", text, (), (), (), (), None, events))
         if touched == _A and len(self.calls) == 1 and self.calls[0][1] is None:
             index, _, _, pieces = self.calls[0]
             self.calls = []
