@@ -269,7 +269,7 @@ class HarmonyExtDetector(BaseFormatDetector):
                 text, piece = quick
                 build = results.BUILD
                 if piece is not None:
-                    return build.result(text, [build.piece(piece[0], piece[1])])
+                    return build.argument_piece(text, piece[0], piece[1])
                 return build.result(text, []) if text else self._empty()
             steps = link.take(new_text, tools)
             if not steps:  # a step of reasoning: nothing for this detector
@@ -313,7 +313,7 @@ class HarmonyExtDetector(BaseFormatDetector):
             return build.result(content, [])
         if len(calls) == 1 and not ended and not content and calls[0].id is None:
             call = calls[0]  # one piece of one call's arguments
-            return build.result("", [build.piece(call.index, call.arguments)])
+            return build.argument_piece("", call.index, call.arguments)
         items: list[ToolCallItem] = []
         for call in calls:
             index = call.index  # the turn's: 0, 1, 2... per response, as SGLang's

@@ -26,9 +26,12 @@ SHAPES: dict[str, trusted.Shape] = {
                ("x", [ToolCallItem(tool_index=0, parameters="{}")])),
     "piece": (ToolCallItem, ("tool_index", "parameters"), (0, "{}")),
     "named": (ToolCallItem, ("tool_index", "name", "parameters"), (1, "f", "")),
+    "argument_piece": (StreamingParseResult, ("normal_text", ("calls", [(ToolCallItem, (
+        "tool_index", "parameters"))])), ("", 0, "{}")),
 }
 """Every shape built here: a step's result (``normal_text``, ``calls``); a piece of a call's
-arguments; a call's first item, with its name."""
+arguments; a call's first item, with its name; the usual step of a call, a result holding one
+piece of its arguments (both models built in one call)."""
 
 BUILD = trusted.builders(SHAPES)
 """One builder per shape (``BUILD.result(normal_text, calls)``, ...)."""

@@ -124,3 +124,41 @@ def test_a_build_without_a_required_field_is_refused():
     with pytest.raises(TypeError, match="Needs needs name"):
         trusted.template(Needs)
     assert trusted.same([(trusted.template(Needs, "name")("x"), Needs(name="x"))])
+
+
+class Holder(BaseModel):
+    """Nested models, as vLLM's ``DeltaMessage`` holds ``DeltaToolCall``s holding a function."""
+
+    model_config = ConfigDict(extra="allow")
+    note: str | None = None
+    loud: Loud | None = None
+    items: list[Item] = Field(default_factory=list)
+
+
+def test_a_nested_template_builds_each_model_as_validation_does_in_one_call():
+    calls.clear()
+    build = trusted.template(Holder, "note", ("loud", (Loud, ("content",))),
+                             ("items", [(Item, ("name", "arguments"))]))
+    fast = build("n", "c", "f", "{}")  # the values in order, a nested model's in its place
+    assert calls == []
+    slow = Holder(note="n", loud=Loud(content="c"), items=[Item(name="f", arguments="{}")])
+    assert calls  # Loud's validator ran for the validated one only
+    assert trusted.same([(fast, slow)])
+    assert fast.loud.model_fields_set == {"content"}
+    assert fast.items[0].model_fields_set == {"name", "arguments"}
+    other = build("n", "c", "f", "{}")
+    fast.loud.items.append(Item())  # the nested model's mutable defaults are its own
+    assert other.loud.items == [] and fast.items is not other.items
+    twin = trusted.validated(Holder, "note", ("loud", (Loud, ("content",))),
+                             ("items", [(Item, ("name", "arguments"))]))
+    assert trusted.same([(twin("n", "c", "f", "{}"), slow)])
+    with pytest.raises(TypeError, match="more values"):
+        twin("n", "c", "f", "{}", "extra")
+
+
+def test_a_nested_field_the_model_lacks_is_refused_and_builders_validate():
+    with pytest.raises(TypeError, match="Item has no field 'title'"):
+        trusted.template(Holder, ("items", [(Item, ("title",))]))
+    made = trusted.builders({"nested": (Holder, (("items", [(Item, ("title",))]),), ("t",))})
+    assert not made.trusted
+    assert made.nested("t") == Holder(items=[Item(title="t")])

@@ -44,6 +44,9 @@ SHAPES: dict[str, trusted.Shape] = {
     "begin": (DeltaToolCall, ("index", "id", "type", "function"), (2, "call_1", "function",
                                                                    _FUNCTION)),
     "named": (DeltaFunctionCall, ("name", "arguments"), ("f", "")),
+    # the usual step of a call: a piece of its arguments, the three models built in one call
+    "argument_piece": (DeltaMessage, (("tool_calls", [(DeltaToolCall, (
+        "index", ("function", (DeltaFunctionCall, ("arguments",)))))]),), (3, "x")),
 }
 """Every shape of delta built here."""
 
@@ -81,12 +84,6 @@ def _tool_call(call: CallDelta) -> Any:
     return build.begin(call.index, call.id, "function", build.named(call.name, call.arguments))
 
 
-def _piece(index: int, text: str) -> DeltaMessage:
-    """A piece of the arguments of call ``index``, begun in an earlier step."""
-    build = BUILD
-    return build.calls([build.piece(index, build.arguments(text))])
-
-
 def _hidden(text: str) -> None:
     return None
 
@@ -99,8 +96,8 @@ def _hidden_step(step: Step) -> DeltaMessage | None:
     return delta_message(step, False)
 
 
-_SHOWN = Builders(BUILD.reasoning, BUILD.content, _piece, _shown_step)
-_HIDDEN = Builders(_hidden, BUILD.content, _piece, _hidden_step)
+_SHOWN = Builders(BUILD.reasoning, BUILD.content, BUILD.argument_piece, _shown_step)
+_HIDDEN = Builders(_hidden, BUILD.content, BUILD.argument_piece, _hidden_step)
 
 
 def builders(include_reasoning: bool) -> Builders:
