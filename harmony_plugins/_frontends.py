@@ -229,17 +229,19 @@ class TextInput:
         self.machine = machine  # where the text and markers go
         self.held = ""  # the end of the last delta, which may begin a marker
         self.tail = ""  # text passed on since the last marker, from its last "<" (short)
-        self.joint = ""  # ``tail`` at a dropped marker, when it begins a spelling
+        # ``tail`` at a dropped marker, when it begins a spelling (the tail stays as it is
+        # while there is a joint: the fast paths' ``not self.tail`` also says "no joint")
+        self.joint = ""
         self.stepped = stepped  # as IdsInput's
         self.general = general
 
     def fed(self, text: Any, finish: str | None = None) -> Step:
         """``Turn.feed_text`` once the turn's fast path is open: a delta with no ``<`` (not
-        the last), while nothing is held or joined from before, is its step, straight from
+        the last), while nothing is held or kept from before, is its step, straight from
         the body being read (``Machine.alone``); another text is parsed here too; the last
         delta, or one that is not a str, goes to :attr:`general`, the turn's feed."""
         if finish is None and text.__class__ is str:
-            if text and "<" not in text and not self.held and not self.joint and not self.tail:
+            if text and "<" not in text and not self.held and not self.tail:
                 return self.machine.alone(text, 0)
             return (text and self.feed(text)) or self.machine.out.step()
         return self.general(text, finish)
@@ -249,7 +251,7 @@ class TextInput:
         builder made of it (``Machine.made``); any other gives :attr:`stepped`."""
         if text.__class__ is not str:
             return self.general(text, None)  # the turn's feed refuses it (TypeError)
-        if text and "<" not in text and not self.held and not self.joint and not self.tail:
+        if text and "<" not in text and not self.held and not self.tail:
             made = self.machine.made(text, 0)
             return self.stepped() if made is None else made
         return self.stepped(self.feed(text) if text else None)
@@ -340,7 +342,8 @@ class TextInput:
         """After a dropped marker: drop what would complete a spelling with the joint.
 
         Returns where plain text resumes, or -1 when the rest of ``text`` is held until the
-        next delta can decide.
+        next delta can decide. Another dropped marker right after is passed on as any marker
+        is: it keeps the same joint, taken again from the tail it was taken from.
         """
         joint, machine = self.joint, self.machine
         while True:
@@ -352,11 +355,6 @@ class TextInput:
                 machine.drop_text(rules.SPLIT_MARKER, text[pos:end])
                 pos = end
                 continue
-            if rest.startswith(_OPEN):
-                j = rest.find(_CLOSE, 2)
-                marker = hm.SPELLINGS.get(rest[: j + 2]) if j >= 0 else None
-                if marker is not None and machine.joins(marker):
-                    return pos  # another dropped marker: the joint waits across it
             if pos + len(rest) == len(text) and (not rest or joined in hm.PREFIXES
                                                  or rest in hm.PREFIXES):
                 self.held = rest  # too short to tell yet

@@ -470,12 +470,12 @@ class Machine:
 
     # -- input ---------------------------------------------------------------------------
 
-    def _alone(self, text: str, tokens: int = 0) -> Step:
+    def _alone(self, text: str, tokens: int) -> Step:
         """:attr:`alone` outside a body (or keeping events): the text, then the step."""
         self.text(text, tokens)
         return self.out.step()
 
-    def _made(self, text: str, tokens: int = 0) -> None:
+    def _made(self, text: str, tokens: int) -> None:
         """:attr:`made` outside a body (or keeping events): the text, to the collector."""
         self.text(text, tokens)
 

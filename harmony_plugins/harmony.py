@@ -72,8 +72,6 @@ VOCAB_SIZE = 201_088
 """Token ids of o200k_harmony, gpt-oss's vocabulary (its embedding rows): 0..201087."""
 RESERVED_IDS = range(200_000, VOCAB_SIZE)
 """Ids a tokenizer may not list (the published one stops at 200018) that the model still has."""
-STOP_TOKEN_IDS = (200_002, 199_999, 200_012)
-"""The engines' stop tokens for gpt-oss (its generation_config's eos): return, end of text, call."""
 
 
 def reserved_spelling(token_id: int) -> str:

@@ -50,6 +50,8 @@ def test_cli_write_error_is_one_line():
     assert proc.returncode != 0
     assert "Traceback" not in err and "Exception ignored" not in err
     assert len(err.strip().splitlines()) == 1
+    # the system's words for the error, not the exception's repr ("[Errno 28] ...")
+    assert err.strip() == "harmony-ext: cannot write the output: No space left on device"
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -62,6 +62,12 @@ def taken(machine: Machine) -> list:
     return list(machine.out.step().events)
 
 
+def test_a_machine_built_with_no_switches_drops_an_undeclared_function():
+    machine, _ = machine_in("<|channel|>commentary to=functions.other<|message|>{}")
+    assert (machine.state, machine.route) == (BODY, DROP)
+    assert machine.pass_undeclared is False
+
+
 @pytest.mark.parametrize("state", STATES)
 def test_prefixes_reach_their_states(state):
     prefix, expected, route = STATES[state]

@@ -260,6 +260,15 @@ def test_specials_table(tt):
     assert len(specials) == 1090
 
 
+def test_text_holds_a_marker_only_where_it_spells_the_opening(tt):
+    """Text mode: every special token tiktoken knows is spelled from ``<|``; text without it
+    holds no marker (SGLang's detector skips such text)."""
+    from harmony_plugins.harmony import may_hold_markers
+
+    assert all(may_hold_markers(f"a {spelling} b") for spelling in tt._special_tokens)
+    assert not any(may_hold_markers(text) for text in ("", "plain text", "a < b | c", "|>"))
+
+
 def test_known_sequence_decodes_to_the_documented_text(tt, harmony):
     pieces = o200k.o200k_base_pieces()
     names = {i: s.encode() for s, i in SPECIAL_IDS.items()}

@@ -9,6 +9,9 @@ import pytest
 from harmony_plugins import (
     Builders,
     ChatResult,
+    ContentText,
+    MessageBegin,
+    MessageEnd,
     ReasoningText,
     Request,
     Step,
@@ -217,6 +220,21 @@ def test_tools_unknown_then_declared_surfaces_the_call_once():
     assert seen[0].recoveries == {}
 
 
+def test_tools_declared_late_reparse_token_ids_as_ids():
+    """A turn fed ids parses them again as ids once the tools are known (not as text)."""
+    turn = Turn(Request(None, tools_known=False), id_factory=lambda: "call_1")
+    ids = o200k.tiktoken_encoding().encode(
+        "<|channel|>analysis<|message|>Hmm.<|end|><|start|>assistant" + CALL,
+        allowed_special="all")
+    half = len(ids) // 2
+    assert turn.feed_ids(ids[:half]).calls == ()
+    assert turn.feed_ids(ids[half:]).calls == ()
+    released = turn.declare([WEATHER])
+    assert released.calls == (CallDelta(0, "call_1", "get_weather", '{"city": "Paris"}'),)
+    assert turn.feed_ids([]).calls == ()  # the turn reads ids still
+    assert turn.close().finish.finish_reason == "tool_calls"
+
+
 def test_tools_never_declared_drop_calls_by_a_named_rule():
     """A parse that never has the tools surfaces no call and counts a possible one by the
     rule tools_unknown alone: no call outcome (it may be a declared call: never undeclared)."""
@@ -384,6 +402,32 @@ def test_fold_keeps_each_calls_id_and_name_whichever_step_brought_them():
     begun_late = Step(calls=(CallDelta(0, "call_1", "f", "}"),))
     assert fold([Step(calls=(CallDelta(0, None, None, "{"),)), other, begun_late]).calls == (
         CallDelta(0, "call_1", "f", "{}"), CallDelta(1, "call_2", "g", "{}"))
+
+
+def test_fold_keeps_every_steps_events_in_order():
+    one = Step(content="a", events=[MessageBegin("content", "final", "final", None, None),
+                                    ContentText("a")])
+    two = Step(content="b", events=[ContentText("b"), MessageEnd("return")])
+    folded = fold([one, EMPTY, two])
+    assert folded.content == "ab"
+    assert list(folded.events) == [*one.events, *two.events]
+    assert fold([Step(content="a"), Step(content="b")]).events == ()
+
+
+@pytest.mark.parametrize("feed", ["feed_ids", "feed_text"])
+def test_a_feed_looked_up_before_the_first_one_still_parses_each_delta(feed):
+    """A caller that keeps ``turn.feed_text`` from before the first feed keeps the turn's own
+    feed (the fast path opens on the attribute, not on a reference taken earlier)."""
+    turn = Turn(Request(None))
+    take = getattr(turn, feed)
+    pieces = ["<|channel|>final<|message|>", "Hi", " there", ""]
+    if feed == "feed_ids":
+        encode = o200k.tiktoken_encoding().encode
+        pieces = [encode(p, allowed_special="all") for p in pieces]
+    steps = [take(p) for p in pieces]
+    assert [s.content for s in steps] == ["", "Hi", " there", ""]
+    assert steps[-1] == EMPTY
+    assert turn.close().finish.finish_reason == "stop"
 
 
 @pytest.mark.parametrize("events", [True, False])

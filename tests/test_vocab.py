@@ -149,3 +149,16 @@ def test_o200k_built_once_by_racing_threads(monkeypatch):
         t.join()
     assert builds == ["o200k_harmony"]
     assert len(got) == 64 and all(v is got[0] for v in got)
+
+
+def test_the_byte_level_table_is_the_one_transformers_converts_with():
+    """The inverse of byte-level BPE's byte -> character table, exactly (256 entries), as
+    transformers' converter and the tokenizers library write it."""
+    from tokenizers.pre_tokenizers import ByteLevel
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    from harmony_plugins.vocab import _byte_decoder
+
+    theirs = {char: byte for byte, char in bytes_to_unicode().items()}
+    assert _byte_decoder() == theirs
+    assert set(_byte_decoder()) == set(ByteLevel.alphabet())
