@@ -309,10 +309,10 @@ class StreamableParser:
         out: list[bytes] = []
         for token in ids:
             entry = table[token] if 0 <= token < len(table) else None
-            if entry.__class__ is str:
-                out.append(entry.encode())  # type: ignore[union-attr]
-            elif entry.__class__ is bytes:
-                out.append(entry)  # type: ignore[arg-type]
+            if isinstance(entry, str):
+                out.append(entry.encode())
+            elif isinstance(entry, bytes):
+                out.append(entry)
         return out
 
     # -- a caller's message (a tool's result rendered back) ------------------------------------
