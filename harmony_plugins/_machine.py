@@ -494,15 +494,18 @@ class Machine:
     def joins(self, marker: int) -> bool:
         """Whether the text on both sides of ``marker`` may end up side by side in one field:
         the marker is dropped (a reserved token; a stray ``<|message|>`` in a body), or it
-        is an ``<|end|>`` after content or header text, which free text may follow. The text
-        front end then keeps the two sides from spelling a control token."""
+        is an ``<|end|>`` after content or header text, which free text may follow, or a
+        ``<|message|>`` right after such an ``<|end|>`` (an empty header: the content it opens
+        follows the content before). The text front end then keeps the two sides from spelling
+        a control token."""
         if marker == mk.IGNORED:
             return not isinstance(self.at, Done)
         at = self.at
         if isinstance(at, Body):
             return (marker == mk.MESSAGE or marker == mk.CONSTRAIN
                     or (marker == mk.END and at.route == CONTENT))
-        return isinstance(at, Header) and marker == mk.END
+        return isinstance(at, Header) and (
+            marker == mk.END or (marker == mk.MESSAGE and at.only_free() and not at.pieces))
 
     def drop_text(self, rule: str, text: str) -> None:
         """Drop model text by ``rule`` on behalf of a front end (counted, carried)."""

@@ -679,6 +679,12 @@ CASES: list[Case] = [
     Case("text_split_marker_end_then_free_text", "6 no spelling assembled across <|end|>",
          "<|channel|>final<|message|>A<|<|end|>end|> B", content="A<| B", dropped=True,
          modes=("text",)),
+    # A <|message|> right after such an <|end|> opens content that follows the content
+    # before: a join too (hypothesis found '<|end|><|<|end|><|message|>end|>' spelling
+    # '<|end|>' in the content).
+    Case("text_split_marker_end_then_message", "6 no spelling assembled across <|end|> and"
+         " the <|message|> after it", "<|channel|>final<|message|>A<|<|end|><|message|>end|> B",
+         content="A<| B", dropped=True, modes=("text",)),
     Case("text_split_marker_not_a_spelling", "6 text around a dropped marker that spells"
          " nothing is kept", "<|channel|>final<|message|>A<|<|reserved_200010|>xyz<|return|>",
          content="A<|xyz", modes=("text",)),
