@@ -70,6 +70,8 @@ def delta_message(step: Step, include_reasoning: bool) -> DeltaMessage | None:
             return build.reasoning_content(reasoning, content) if content else (
                 build.reasoning(reasoning))
         return build.content(content) if content else None
+    if len(calls) == 1 and calls[0].id is None and not reasoning and not content:
+        return build.argument_piece(calls[0].index, calls[0].arguments)  # a call's usual step
     items = [_tool_call(call) for call in calls]
     if reasoning:
         return build.all(reasoning, content, items) if content else (

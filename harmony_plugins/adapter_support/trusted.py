@@ -108,9 +108,21 @@ def template(cls: Any, *fields: Field) -> Callable[..., Any]:
     namespace: dict[str, Any] = {}
     exec(source, namespace)  # the source is built above from field reprs and fixed text only
     build = namespace["outer"](**scope)
-    names = [field if isinstance(field, str) else field[0] for field in fields]
+    names = [_split(field)[0] for field in fields]
     build.__qualname__ = build.__name__ = f"{cls.__name__}_{'_'.join(names) or 'defaults'}"
     return build
+
+
+def _split(field: Field) -> tuple[str, tuple[Any, tuple[Field, ...]] | None, bool]:
+    """A field as ``(name, nested, listed)``: ``nested`` is the ``(Model, fields)`` built for
+    it (None: its value is a parameter), ``listed`` whether that model comes in a list of one."""
+    if isinstance(field, str):
+        return field, None, False
+    name, inner = field
+    if isinstance(inner, list):
+        (one,) = inner
+        return name, one, True
+    return name, inner, False
 
 
 def _model(cls: Any, fields: tuple[Field, ...], scope: dict[str, Any], params: list[str],
@@ -120,20 +132,18 @@ def _model(cls: Any, fields: tuple[Field, ...], scope: dict[str, Any], params: l
     known = cls.model_fields
     given: dict[str, str] = {}
     for field in fields:
-        if isinstance(field, str):
-            name, value = field, f"_v{len(params)}"
+        name, nested, listed = _split(field)
+        if nested is None:
+            value = f"_v{len(params)}"
             params.append(value)
         else:
-            name, inner = field
-            if isinstance(inner, list):
-                (inner_cls, inner_fields), = inner
-                value = f"[{_model(inner_cls, inner_fields, scope, params, lines)}]"
-            else:
-                value = _model(*inner, scope, params, lines)
+            value = _model(*nested, scope, params, lines)
+            if listed:
+                value = f"[{value}]"
         if name not in known:
             raise TypeError(f"{cls.__name__} has no field {name!r}")
         given[name] = value
-    n = sum(key.startswith("_c") for key in scope)
+    n = len(scope)  # the scope only grows: a name no other model of this build has
     scope[f"_c{n}"] = cls
     obj = f"_o{n}"
     values = [(name, given[name] if name in given else _default(cls, name, field, f"{n}_{k}",
@@ -190,15 +200,12 @@ def validated(cls: Any, *fields: Field) -> Callable[..., Any]:
 def _construct(cls: Any, fields: tuple[Field, ...], values: Iterator[Any]) -> Any:
     given: dict[str, Any] = {}
     for field in fields:
-        if isinstance(field, str):
-            given[field] = next(values)
+        name, nested, listed = _split(field)
+        if nested is None:
+            given[name] = next(values)
         else:
-            name, inner = field
-            if isinstance(inner, list):
-                (inner_cls, inner_fields), = inner
-                given[name] = [_construct(inner_cls, inner_fields, values)]
-            else:
-                given[name] = _construct(*inner, values)
+            made = _construct(*nested, values)
+            given[name] = [made] if listed else made
     return cls(**given)
 
 
