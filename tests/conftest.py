@@ -11,12 +11,22 @@ its body has run, fails and says why.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from harmony_ext_testing.hf_tokenizer import build_hf_tokenizer
+
+# Hypothesis would write ``.hypothesis/`` into the working directory, the checkout (tests never
+# write there): it keeps no example database (each run draws its examples afresh), and its
+# other caches go to the system's temporary folder.
+settings.register_profile("harmony-ext", database=None)
+settings.load_profile("harmony-ext")
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "harmony-ext-hypothesis")
 
 TESTS = Path(__file__).resolve().parent
 EXEMPT = {"test_benchmarks_smoke.py"}  # runs the benchmark commands, in a step of its own
