@@ -33,7 +33,7 @@ from typing import Any
 from . import harmony as hm
 from . import rules
 from ._machine import Machine
-from ._steps import Step
+from ._steps import EMPTY, Step
 
 _utf8_decode = codecs.utf_8_decode  # (data, errors, final) -> (text, bytes used)
 _INT_ONLY = frozenset({int})
@@ -92,8 +92,8 @@ class IdsInput:
 
     def feed(self, ids: Any) -> Step | None:
         """Parse one delta's ids. Raises TypeError (before consuming any) for a non-int.
-        Returns the step when the machine built it directly (one ordinary token), else None:
-        the step is in the machine's collector."""
+        Returns the step when the machine built it directly (one ordinary token, or one
+        run of whole characters), else None: the step is in the machine's collector."""
         if ids.__class__ is not list:
             ids = checked_ids(ids)
         elif len(ids) == 1:  # one token per delta, the usual decode step: no run machinery
@@ -109,15 +109,14 @@ class IdsInput:
                     return self.machine.alone(piece, 1)
         elif not _INT_ONLY.issuperset(map(type, ids)):
             ids = checked_ids(ids)
-        self._feed(ids)
-        return None
+        return self._feed(ids)
 
     def fed(self, ids: Any, finish: str | None = None) -> Step:
-        """``Turn.feed_ids`` once the turn's fast path is open: a delta of one ordinary token
-        (not the last) is its step, straight from the body being read (``Machine.alone``);
-        another list of ints is parsed here too, its step the machine's collector's; any
-        other delta (not a list of ints, the last) goes to :attr:`general`, the turn's
-        feed."""
+        """``Turn.feed_ids`` once the turn's fast path is open: a delta of one ordinary token,
+        or of one run of whole characters (not the last), is its step, straight from the body
+        being read (``Machine.alone``); another list of ints is parsed here too, its step the
+        machine's collector's; any other delta (not a list of ints, the last) goes to
+        :attr:`general`, the turn's feed."""
         if finish is None and ids.__class__ is list:
             if len(ids) == 1:
                 token = ids[0]
@@ -129,18 +128,17 @@ class IdsInput:
                             piece = None
                         if piece.__class__ is str:
                             return self.machine.alone(piece, 1)
-                    self._feed(ids)  # a marker, a cut character, an unknown id
-                    return self.machine.out.step()
+                    # a marker, a cut character, an unknown id
+                    return self._feed(ids) or self.machine.out.step()
             elif _INT_ONLY.issuperset(map(type, ids)):  # several tokens (or none)
-                self._feed(ids)
-                return self.machine.out.step()
+                return self._feed(ids) or self.machine.out.step()
         return self.general(ids, finish)
 
     def made(self, ids: Any) -> Any:
         """As :meth:`feed`, for ``Turn.decode_ids`` (which is this method once the turn's fast
         path is open): a delta of one ordinary token gives what the machine's builder made of
         it (``Machine.made``); any other delta, or one the builder left to the collector,
-        gives :attr:`stepped` (the collector's step, built)."""
+        gives :attr:`stepped` (its step, built)."""
         if ids.__class__ is list and len(ids) == 1:
             token = ids[0]
             if token.__class__ is int:
@@ -152,16 +150,21 @@ class IdsInput:
                     if piece.__class__ is str:
                         made = self.machine.made(piece, 1)
                         return self.stepped() if made is None else made
-                self._feed(ids)  # checked already: a marker, a cut character, an unknown id
-                return self.stepped()
-        self.feed(ids)  # not one int: feed() checks the ids, then takes the general path
-        return self.stepped()
+                # checked already: a marker, a cut character, an unknown id
+                return self.stepped(self._feed(ids))
+        # Not one int: feed() checks the ids; a step it built directly is built here.
+        return self.stepped(self.feed(ids))
 
-    def _feed(self, ids: list[int]) -> None:
-        """Runs of ordinary tokens, each passed on at once, and the markers between them."""
+    def _feed(self, ids: list[int]) -> Step | None:
+        """Runs of ordinary tokens, each passed on at once, and the markers between them.
+
+        A delta that is one run (no marker: most deltas) is the feed's one piece of text,
+        handed to ``Machine.alone``, which builds its step with no collector: that step is
+        returned. Otherwise None: the step is in the machine's collector."""
         table, size, machine = self.table, self.size, self.machine
         run: list[Any] = []
         cut = False  # the run holds a token that cuts a UTF-8 character (bytes, not text)
+        whole = True  # no marker (or unknown id) so far: the delta may be one run
         for token in ids:
             piece = table[token] if 0 <= token < size else None
             kind = piece.__class__
@@ -176,27 +179,33 @@ class IdsInput:
                 self._run(run, cut)
                 run = []
                 cut = False
+            whole = False
             if self.pending:  # a character cut by the marker
                 self.flush()
             if piece is None:
                 machine.unknown_token()
             else:
                 machine.marker(piece)
-        if run:
-            self._run(run, cut)
+        if not run:
+            return None
+        if whole and not cut and not self.pending:  # the usual: whole characters only
+            return machine.alone("".join(run), len(run))
+        return self._run(run, cut, whole)
 
-    def _run(self, run: list[Any], cut: bool) -> None:
-        """Pass on a run of ordinary tokens: their route cannot change inside the run."""
-        if cut or self.pending:
-            text = self._decode(run)
-        else:  # the common case: whole characters only, no decoding at all
-            text = run[0] if len(run) == 1 else "".join(run)
+    def _run(self, run: list[Any], cut: bool, alone: bool = False) -> Step | None:
+        """Pass on a run of ordinary tokens: their route cannot change inside the run.
+        ``alone``: the run is the whole feed, whose step is returned (as :meth:`_feed`)."""
+        # Decoded only where a character is cut; else whole characters, joined.
+        text = self._decode(run) if cut or self.pending else "".join(run)
         tokens = len(run) + self.owed
-        if text:
-            self.owed = 0
-            self.machine.text(text, tokens)
-        else:
+        if not text:  # the run only began a character
             self.owed = tokens
+            return EMPTY if alone else None
+        self.owed = 0
+        if alone:
+            return self.machine.alone(text, tokens)
+        self.machine.text(text, tokens)
+        return None
 
     def _decode(self, run: list[Any]) -> str:
         """Text of a run with a cut character: keep the bytes of one still incomplete."""

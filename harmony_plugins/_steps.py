@@ -226,55 +226,48 @@ class Collector:
         if not touched:
             return EMPTY
         self.touched = 0
+        events = self.events
+        if events is None:
+            events = ()
+        else:
+            self.events = []
         if touched in (_R, _C):  # one kind of text: built directly
             parts = self.reasoning_parts if touched == _R else self.content_parts
-            text = parts[0] if len(parts) == 1 else "".join(parts)
+            text = "".join(parts)  # (one part: the part itself)
             parts.clear()
-            events = () if self.events is None else self._take_events()
             if touched == _R:
                 return _tuple_new(Step, (text, "", (), (), (), (), None, events))
             return _tuple_new(Step, ("", text, (), (), (), (), None, events))
-        if touched == _A and len(self.calls) == 1 and self.calls[0][1] is None:
-            index, _, _, pieces = self.calls[0]
+        calls = self.calls
+        if touched == _A and len(calls) == 1 and calls[0][1] is None:
+            index, _, _, pieces = calls[0]
             self.calls = []
             self.last = None
-            call = _tuple_new(CallDelta, (index, None, None, _join(pieces)))
-            return _tuple_new(Step, ("", "", (call,), (), (), (), None, self._take_events()))
-        return self._whole_step()
+            call = _tuple_new(CallDelta, (index, None, None, "".join(pieces)))
+            return _tuple_new(Step, ("", "", (call,), (), (), (), None, events))
+        return self._whole_step(events)
 
-    def _whole_step(self) -> Step:
-        calls = tuple(_tuple_new(CallDelta, (index, call_id, name, _join(pieces)))
-                      for index, call_id, name, pieces in self.calls)
+    def _whole_step(self, events: list[Event] | tuple[()]) -> Step:
+        calls: tuple[CallDelta, ...] = ()
+        if self.calls:
+            calls = tuple([_tuple_new(CallDelta, (index, call_id, name, "".join(pieces)))
+                           for index, call_id, name, pieces in self.calls])
+            self.calls = []
+            self.last = None
+        reasoning, content = self.reasoning_parts, self.content_parts
         step = _tuple_new(Step, (
-            _take(self.reasoning_parts), _take(self.content_parts), calls, tuple(self.ended),
-            tuple(self.recoveries), tuple(self.leaks), self.finish, self._take_events()))
-        self.calls = []
-        self.last = None
-        self.ended = []
-        self.recoveries = []
-        self.leaks = []
+            "".join(reasoning), "".join(content), calls, tuple(self.ended),
+            tuple(self.recoveries), tuple(self.leaks), self.finish, events))
+        reasoning.clear()
+        content.clear()
+        if self.ended:
+            self.ended = []
+        if self.recoveries:
+            self.recoveries = []
+        if self.leaks:
+            self.leaks = []
         self.finish = None
         return step
-
-    def _take_events(self) -> list[Event] | tuple[()]:
-        events = self.events
-        if events is None:
-            return ()
-        self.events = []
-        return events
-
-
-def _join(pieces: list[str]) -> str:
-    return pieces[0] if len(pieces) == 1 else "".join(pieces)
-
-
-def _take(parts: list[str]) -> str:
-    """The parts joined, and the list emptied for the next feed."""
-    if not parts:
-        return ""
-    text = parts[0] if len(parts) == 1 else "".join(parts)
-    parts.clear()
-    return text
 
 
 def step_of(events: Iterable[Event]) -> Step:
