@@ -57,6 +57,22 @@ def test_a_stream_cut_inside_a_character_keeps_it_as_a_replacement(channel, fiel
     assert turn.reasoning_tokens == (4 if channel == "analysis" else 0)
 
 
+@pytest.mark.parametrize("channel, field", [("final", "content"), ("analysis", "reasoning")])
+def test_a_delta_that_only_begins_a_character_shows_nothing_until_it_is_whole(channel, field):
+    """A delta of several tokens with no marker is parsed as one piece; when its tokens only
+    begin a character it shows nothing, and its tokens count with that character's text."""
+    tube = ids(TEST_TUBE)
+    turn = Turn(Request())
+    turn.feed_ids(ids(f"<|channel|>{channel}<|message|>"))
+    first = turn.feed_ids(tube[:2])
+    assert (first.reasoning, first.content, first.calls) == ("", "", ())
+    second = turn.feed_ids(tube[2:] + ids(" ok"))
+    assert getattr(second, field) == TEST_TUBE + " ok"
+    assert turn.reasoning_tokens == (4 if channel == "analysis" else 0)
+    last = turn.close()
+    assert (last.reasoning, last.content) == ("", "")
+
+
 def test_a_character_cut_by_a_marker_is_passed_on_before_it():
     """The marker ends the message: the incomplete character belongs to the text before it."""
     stream = ids("<|channel|>final<|message|>A") + ids(TEST_TUBE)[:1] + ids("<|end|>")
