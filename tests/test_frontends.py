@@ -73,6 +73,16 @@ def test_a_delta_that_only_begins_a_character_shows_nothing_until_it_is_whole(ch
     assert (last.reasoning, last.content) == ("", "")
 
 
+def test_a_delta_that_ends_beginning_a_character_hands_over_what_came_before_in_it():
+    """The delta's last run only begins a character (held for the next delta): the text and
+    markers before it in the same delta are that delta's step, not a later one's."""
+    turn = Turn(Request())
+    turn.feed_ids(ids("<|channel|>analysis<|message|>Hm"))
+    step = turn.feed_ids(ids(" ok<|end|>") + ids(TEST_TUBE)[:1])
+    assert step.reasoning == " ok"
+    assert turn.feed_ids(ids(TEST_TUBE)[1:]).reasoning == ""  # the character: a header's text
+
+
 def test_a_character_cut_by_a_marker_is_passed_on_before_it():
     """The marker ends the message: the incomplete character belongs to the text before it."""
     stream = ids("<|channel|>final<|message|>A") + ids(TEST_TUBE)[:1] + ids("<|end|>")

@@ -147,6 +147,16 @@ def test_leaks_are_reported_with_an_excerpt():
     assert len(seen[1].leaks) == 1 and "to=functions.get_weather" in seen[1].leaks[0]
 
 
+def test_each_leak_is_handed_over_in_one_step():
+    """A step takes the leaks flagged since the last one: the step after does not repeat them
+    (the close's step is built whole, as any step with more than one kind of part)."""
+    turn = Turn(Request([WEATHER]))
+    text = "<|channel|>final<|message|>use commentary to=functions.get_weather json now"
+    steps = [turn.feed_text(text), turn.feed_text(" and more."), turn.close()]
+    assert [len(step.leaks) for step in steps] == [1, 0, 0]
+    assert "to=functions.get_weather" in steps[0].leaks[0]
+
+
 def test_an_observer_that_fails_reaches_the_caller():
     """Documented: an observer must not raise (the adapters' never does); the core does not
     hide an exception of its caller's code."""
