@@ -92,8 +92,8 @@ class IdsInput:
 
     def feed(self, ids: Any) -> Step | None:
         """Parse one delta's ids. Raises TypeError (before consuming any) for a non-int.
-        Returns the step when the machine built it directly (one ordinary token, or one
-        run of whole characters), else None: the step is in the machine's collector."""
+        Returns the step when the machine built it directly (one ordinary token, or a delta
+        with no marker), else None: the step is in the machine's collector."""
         if ids.__class__ is not list:
             ids = checked_ids(ids)
         elif len(ids) == 1:  # one token per delta, the usual decode step: no run machinery
@@ -113,9 +113,10 @@ class IdsInput:
 
     def fed(self, ids: Any, finish: str | None = None) -> Step:
         """``Turn.feed_ids`` once the turn's fast path is open: a delta of one ordinary token,
-        or of one run of whole characters (not the last), is its step, straight from the body
+        or of several with no marker (not the last), is its step, straight from the body
         being read (``Machine.alone``); another list of ints is parsed here too, its step the
-        machine's collector's; any other delta (not a list of ints, the last) goes to
+        machine's collector's (a step is never falsy, so ``or`` picks the collector's only
+        where none was built); any other delta (not a list of ints, the last) goes to
         :attr:`general`, the turn's feed."""
         if finish is None and ids.__class__ is list:
             if len(ids) == 1:
