@@ -149,8 +149,8 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
         """The choice's link, holding its turn (started on first use)."""
         link = self._link
         if link is None:
-            link = links.Link()
-            build = link.builders(ReasoningResult)
+            link = links.Link(results.BUILD, ReasoningResult, results.REASONING_PLAIN)
+            build = link.builders()
             request = self._request
             choice = getattr(request, "tool_choice", None)
             if not self.hands_off and not (request is not None and Request(None, choice).calls_off):
@@ -227,7 +227,6 @@ class HarmonyExtDetector(BaseFormatDetector):
         # has_tool_call's parse of raw text, reused by detect_and_parse: (text, step)
         self._whole: tuple[str, Step] | None = None
         self._bound_tools: list[Any] | None = None  # from the FunctionCallParser hook
-        self._nothing: StreamingParseResult | None = None  # see _empty
 
     def bind_tools(self, tools: list[Any] | None) -> None:
         """The request's tools, for ``has_tool_call`` on raw text (``FunctionCallParser`` hook)."""
@@ -264,28 +263,15 @@ class HarmonyExtDetector(BaseFormatDetector):
         if link is None or link is not self._link:  # not the usual step: check the link
             link = self._linked()
         if link is not None:
-            quick = link.quick(new_text)
-            if quick is not None:  # the usual step: the text handed over, or one piece
-                text, piece = quick
-                build = results.BUILD
-                if piece is not None:
-                    return build.argument_piece(text, piece[0], piece[1])
-                return build.result(text, []) if text else self._empty()
+            result = link.quick(new_text)
+            if result is not None:  # the usual step: the text handed over, or one piece
+                return result
             steps = link.take(new_text, tools)
             if not steps:  # a step of reasoning: nothing for this detector
-                return self._empty()
+                return link.empty()
         else:
             steps = [self._own_turn(tools).feed_text(new_text)]
         return self._stream(steps)
-
-    def _empty(self) -> StreamingParseResult:
-        """The result of a step with nothing for this detector (a step of reasoning): one
-        instance reused while it is still empty (SGLang's caller only reads it; one it changed
-        is replaced), not a model built and dropped per step."""
-        nothing = self._nothing
-        if nothing is None or nothing.normal_text or nothing.calls:
-            nothing = self._nothing = results.BUILD.result("", [])
-        return nothing
 
     def finish(self, tools: list[Any]) -> StreamingParseResult:
         link = self._link

@@ -28,6 +28,7 @@ CURRENT: contextvars.ContextVar[Link | None] = contextvars.ContextVar(
 
 _publish = CURRENT.set
 _current = CURRENT.get
+_new = object.__new__
 
 LOST: dict[str, int] = {"missing": 0, "changed": 0}
 """Tool-detector calls that found no link, or a text other than the one handed over."""
@@ -48,13 +49,25 @@ class Link:
     The reasoning detector's usual decode step goes through :meth:`builders` (the turn's
     ``decode_text``): a piece of reasoning or content becomes the reasoning detector's result
     straight away, and the tool detector's usual call (:meth:`quick`) finds only the text it
-    was handed, or one argument piece.
+    was handed, or one argument piece, and builds the tool detector's result from it here,
+    with the builders the link was made with: one call from the tool detector, not a queue
+    handed back to unpack.
     """
 
-    __slots__ = ("turn", "steps", "handed", "piece", "owner", "waiting")
+    __slots__ = ("turn", "steps", "handed", "piece", "owner", "waiting", "made", "nothing",
+                 "result", "new")
     turn: Turn  # given by start(), right after the link is made (its turn is built on it)
 
-    def __init__(self) -> None:
+    def __init__(self, made: Any, result: Any, plain: bool = False) -> None:
+        """``made``: the tool detector's result builders (``sglang_ext.results.BUILD``);
+        ``result``: the reasoning detector's result class, ``result(normal_text,
+        reasoning_text)``; ``plain``: it only stores its two arguments
+        (``sglang_ext.results.REASONING_PLAIN``), so the usual steps build it as an object
+        and two attribute stores, without a Python ``__init__`` call per step."""
+        self.made = made
+        self.result = result
+        self.new = _new if plain else None
+        self.nothing: Any = None  # see empty()
         self.steps: list[Step] = []
         self.handed = ""
         self.piece: tuple[int, str] | None = None
@@ -98,54 +111,85 @@ class Link:
             self.piece = None
             self.steps.append(Step(calls=(CallDelta(piece[0], None, None, piece[1]),)))
 
-    def builders(self, result: Any) -> Builders:
+    def builders(self) -> Builders:
         """The turn's builders (``Turn.decode_text``): each makes the reasoning detector's
-        result, ``result(normal_text, reasoning_text)``, queues what the tool detector needs,
-        and publishes the link."""
+        result, queues what the tool detector needs, and publishes the link."""
+        return Builders(self._reasoning_piece, self._content_piece, self._arguments_piece,
+                        self._whole)
 
-        def reasoning_piece(text: str) -> Any:
+    def _reasoning_piece(self, text: str) -> Any:
+        if _current() is not self:
+            _publish(self)
+        new = self.new
+        if new is None:
+            return self.result("", text)
+        made = new(self.result)
+        made.normal_text = ""
+        made.reasoning_text = text
+        return made
+
+    def _content_piece(self, text: str) -> Any:
+        if self.steps or self.piece is not None:  # keep the order: queue it as a step
+            self.hand(Step(content=text))
+        else:
+            self.handed = text if not self.handed else self.handed + text
             if _current() is not self:
                 _publish(self)
-            return result("", text)
+        new = self.new
+        if new is None:
+            return self.result(text, "")
+        made = new(self.result)
+        made.normal_text = text
+        made.reasoning_text = ""
+        return made
 
-        def content_piece(text: str) -> Any:
-            if self.steps or self.piece is not None:  # keep the order: queue it as a step
-                self.hand(Step(content=text))
-            else:
-                self.handed = text if not self.handed else self.handed + text
-                if _current() is not self:
-                    _publish(self)
-            return result(text, "")
+    def _arguments_piece(self, index: int, text: str) -> Any:
+        if self.steps or self.piece is not None:
+            self.hand(Step(calls=(CallDelta(index, None, None, text),)))
+        else:
+            self.piece = (index, text)
+            if _current() is not self:
+                _publish(self)
+        new = self.new
+        if new is None:
+            return self.result("", "")
+        made = new(self.result)
+        made.normal_text = made.reasoning_text = ""
+        return made
 
-        def arguments_piece(index: int, text: str) -> Any:
-            if self.steps or self.piece is not None:
-                self.hand(Step(calls=(CallDelta(index, None, None, text),)))
-            else:
-                self.piece = (index, text)
-                if _current() is not self:
-                    _publish(self)
-            return result("", "")
+    def _whole(self, step: Step) -> Any:
+        self.hand(step)
+        return self.result(step.content, step.reasoning)
 
-        def whole(step: Step) -> Any:
-            self.hand(step)
-            return result(step.content, step.reasoning)
-
-        return Builders(reasoning_piece, content_piece, arguments_piece, whole)
-
-    def quick(self, text: str) -> tuple[str, tuple[int, str] | None] | None:
+    def quick(self, text: str) -> Any:
         """The tool detector's usual call, when nothing but the text handed over and at most
-        one argument piece is queued: returns that text (the parse's view, ``text`` being what
-        SGLang passed on) and piece, emptying the queue. None when the call is not the usual
-        one (steps queued, or the tools still to come): then :meth:`take`."""
+        one argument piece is queued: its result, built here from that text (the parse's view,
+        ``text`` being what SGLang passed on) and piece, emptying the queue. None when the
+        call is not the usual one (steps queued, or the tools still to come): then
+        :meth:`take`."""
         if self.steps or self.waiting:
             return None
         handed = self.handed
         if text != handed:
             self._changed(text)
-        self.handed = ""
         piece = self.piece
-        self.piece = None
-        return handed, piece
+        if piece is not None:
+            self.piece = None
+            self.handed = ""
+            return self.made.argument_piece(handed, piece[0], piece[1])
+        if handed:
+            self.handed = ""
+            return self.made.result(handed, [])
+        return self.empty()
+
+    def empty(self) -> Any:
+        """The tool detector's result for a step with nothing for it (a step of reasoning):
+        one instance reused while it is still empty (SGLang's caller only reads it; one it
+        changed is replaced), not a model built and dropped per step."""
+        nothing = self.nothing
+        if nothing is None or nothing.normal_text or nothing.calls:
+            nothing = self.nothing = self.made.result("", [])
+        return nothing
 
     def _changed(self, text: str) -> None:
         lost("changed", "SGLang changed the normal text between the reasoning and the "

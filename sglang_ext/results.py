@@ -1,13 +1,16 @@
-"""SGLang's per-step tool-parser results (``StreamingParseResult``, ``ToolCallItem``).
+"""SGLang's per-step parse results: the tool parser's (``StreamingParseResult``,
+``ToolCallItem``) and the reasoning parser's.
 
-Both are pydantic models, and validating one costs more than our parse of the step (about
-0.9 us each; a ``StreamingParseResult`` left at its ``[]`` default, 1.6 us, because pydantic
-copies the default). The tool detector builds one per decode step per request, from strings
-and ints the parser produced, so they are built unvalidated, one template per shape
-(:mod:`harmony_plugins.adapter_support.trusted`), once a check at import shows that each makes
-exactly what validation makes; otherwise (another pydantic or SGLang) validated, and a debug
-line says so. This module is imported only once the plugin has checked SGLang (see
-:mod:`sglang_ext.plugin`).
+The tool parser's are pydantic models, and validating one costs more than our parse of the
+step (about 0.9 us each; a ``StreamingParseResult`` left at its ``[]`` default, 1.6 us,
+because pydantic copies the default). The tool detector builds one per decode step per
+request, from strings and ints the parser produced, so they are built unvalidated, one
+template per shape (:mod:`harmony_plugins.adapter_support.trusted`), once a check at import
+shows that each makes exactly what validation makes; otherwise (another pydantic or SGLang)
+validated, and a debug line says so. The reasoning parser's is a plain class whose
+``__init__`` only stores its two arguments; :func:`plain` checks that at import, and the
+reasoning detector's usual steps then build it without the call. This module is imported
+only once the plugin has checked SGLang (see :mod:`sglang_ext.plugin`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import logging
 
 from sglang.srt.function_call.core_types import StreamingParseResult, ToolCallItem
+from sglang.srt.parser.reasoning_parser import StreamingParseResult as ReasoningResult
 
 from harmony_plugins.adapter_support import trusted
 
@@ -39,3 +43,21 @@ TRUSTED = BUILD.trusted
 """Whether results are built without validation (False: this pydantic/SGLang differs)."""
 if not TRUSTED:
     logger.debug("harmony-ext: building SGLang parse results with validation")
+
+
+def plain(cls: type) -> bool:
+    """Whether ``cls(normal_text, reasoning_text)`` given two strings makes an instance of
+    ``cls`` holding those two attributes and nothing else, in that order, with object's own
+    ``__new__`` and ``__setattr__``: then ``object.__new__`` and two attribute stores make
+    the same instance."""
+    try:
+        made = cls("n", "r")
+        return (cls.__new__ is object.__new__ and cls.__setattr__ is object.__setattr__
+                and type(made) is cls and list(vars(made).items())
+                == [("normal_text", "n"), ("reasoning_text", "r")])
+    except Exception:  # any surprise: build it through its constructor
+        return False
+
+
+REASONING_PLAIN = plain(ReasoningResult)
+"""Whether SGLang's reasoning result (a plain class) is built without its ``__init__``."""

@@ -406,6 +406,53 @@ def test_results_are_built_unvalidated_here_and_equal_validated_ones(pieces, mon
     assert [items(c) for c in cases] == trusted_runs
 
 
+def test_reasoning_results_are_built_without_init_here_and_equal_constructed_ones(
+        pieces, monkeypatch) -> None:
+    from sglang_ext import results
+
+    # SGLang's reasoning result only stores its two arguments: the usual steps skip __init__.
+    assert results.REASONING_PLAIN
+
+    def made(case: Case) -> list[Any]:
+        rp = ReasoningParser(NAME, stream_reasoning=True, request=request_for(case),
+                             tool_call_parser_active=True)
+        fp = FunctionCallParser(sglang_tools(case) or [], NAME)
+        seen = []
+        for delta in pieces(case.text):
+            result = rp.detector.parse_streaming_increment(delta)
+            seen.append((type(result), list(vars(result).items())))
+            fp.detector.parse_streaming_increment(result.normal_text, fp.tools)
+        return seen
+
+    plain_runs = [made(c) for c in CASES]
+    kinds = {tuple(v for _, v in attrs if v) != () for run in plain_runs for _, attrs in run}
+    assert kinds == {True, False}  # steps with text and steps without were both built
+    monkeypatch.setattr(results, "REASONING_PLAIN", False)
+    assert [made(c) for c in CASES] == plain_runs
+
+
+def test_a_reasoning_result_that_does_more_than_store_its_arguments_is_constructed() -> None:
+    from sglang_ext.results import ReasoningResult, plain
+
+    class Counted(ReasoningResult):
+        def __init__(self, normal_text: str = "", reasoning_text: str = "") -> None:
+            super().__init__(normal_text, reasoning_text)
+            self.count = 1
+
+    class Slotted:
+        __slots__ = ("normal_text", "reasoning_text")
+
+        def __init__(self, normal_text: str = "", reasoning_text: str = "") -> None:
+            self.normal_text, self.reasoning_text = normal_text, reasoning_text
+
+    class Swapped(ReasoningResult):
+        def __init__(self, normal_text: str = "", reasoning_text: str = "") -> None:
+            self.reasoning_text, self.normal_text = reasoning_text, normal_text
+
+    assert plain(ReasoningResult)
+    assert not plain(Counted) and not plain(Slotted) and not plain(Swapped)
+
+
 def test_a_request_holds_only_its_current_calls_arguments(pieces) -> None:
     """SGLang's top-up reads only the last entry of prev_tool_call_arr/streamed_args_for_tool:
     earlier calls' arguments are let go, the last call's stay (so the top-up sends nothing)."""
