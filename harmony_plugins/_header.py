@@ -11,6 +11,7 @@ is matched whole before the words are split.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -18,6 +19,7 @@ from . import harmony as hm
 from . import rules
 
 _TO = hm.RECIPIENT
+_SPACE = re.compile(r"\s")  # str.isspace's characters, every one of them (checked in tests)
 _FUNCTIONS = hm.FUNCTIONS_PREFIX
 ROLE = -1  # the role section's kind; the others use the marker constants
 
@@ -66,8 +68,8 @@ def is_content_type(word: str, tools: frozenset[str]) -> bool:
 
 def spaced_names(tools: Iterable[str]) -> tuple[str, ...]:
     """Declared names holding whitespace, longest first (matched whole in recipients)."""
-    return tuple(sorted((n for n in tools if any(c.isspace() for c in n)), key=len,
-                        reverse=True))
+    spaced = [n for n in tools if _SPACE.search(n)]
+    return tuple(sorted(spaced, key=len, reverse=True)) if spaced else ()
 
 
 def _take_spaced_recipient(text: str, spaced: tuple[str, ...]) -> tuple[str, str | None]:

@@ -9,6 +9,7 @@ This module is the one place that reads those shapes; the parser sees only names
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -36,9 +37,23 @@ NAMESPACE_SEPARATOR = "__"
 """How a Responses ``namespace`` tool's functions are named flat (``space__name``)."""
 
 
+_NOT_TOOLS = (int, float, bytes, list, tuple)  # a tuple: isinstance on a union costs more
+
+
 def field(tool: Any, key: str) -> Any:
     """``tool[key]`` for a dict, ``tool.key`` for an object (None when absent)."""
-    return tool.get(key) if isinstance(tool, Mapping) else getattr(tool, key, None)
+    cls = tool.__class__
+    if cls is dict or _is_mapping(cls):  # a plain dict: not even the cache asked
+        return tool.get(key)
+    return getattr(tool, key, None)
+
+
+@functools.lru_cache(maxsize=64)
+def _is_mapping(cls: type) -> bool:
+    """Whether instances of ``cls`` are read as mappings: asked of ``Mapping`` once per
+    class (an ABC check costs more than reading the field; engines hand over the same
+    pydantic tool classes on every request)."""
+    return issubclass(cls, Mapping)
 
 
 def recipient(name: str, builtins: frozenset[str] = frozenset()) -> str:
@@ -51,8 +66,8 @@ def builtin_names(tools: Iterable[Any] | None) -> frozenset[str]:
     """The names among the declared tools (:func:`declared_tools`' output, or names) that are
     built-in tools' recipients: those a Responses built-in tool declared, and plain names in a
     built-in namespace (``browser.search``: no function name holds a dot)."""
-    return frozenset(t for t in tools or () if isinstance(t, Builtin) or (
-        isinstance(t, str) and "." in t and hm.is_builtin_recipient(t)))
+    return frozenset([t for t in tools or () if isinstance(t, Builtin) or (
+        isinstance(t, str) and "." in t and hm.is_builtin_recipient(t))])
 
 
 def declared_tools(tools: Iterable[Any] | None) -> list[Any]:
@@ -95,9 +110,11 @@ def chat_request_tools(request: Any) -> list[Any]:
 
 def name_and_schema(tool: object) -> tuple[str | None, Any]:
     """(name, parameters) of one tool in any accepted shape; (None, None) if it has no name."""
-    if isinstance(tool, str):
+    if tool.__class__ is dict:  # the usual tool: neither a name nor of no tool shape
+        pass
+    elif isinstance(tool, str):
         return tool, None
-    if tool is None or isinstance(tool, int | float | bytes | list | tuple):
+    elif tool is None or isinstance(tool, _NOT_TOOLS):
         raise TypeError(
             f"each tool must be a function name, an OpenAI tool object or a dict, "
             f"not {type(tool).__name__}")
@@ -110,38 +127,34 @@ def name_and_schema(tool: object) -> tuple[str | None, Any]:
 
 
 def _check(tools: object) -> None:
-    if isinstance(tools, str | bytes | bytearray | Mapping):
+    if tools.__class__ is not list and isinstance(tools, (str, bytes, bytearray, Mapping)):
         raise TypeError(
             f"tools must be a list of tools or function names, not a {type(tools).__name__}"
             " (wrap a single tool in a list)")
 
 
-def tool_names(tools: Iterable[object] | None) -> frozenset[str]:
-    """Function names from an OpenAI ``tools`` array (chat or Responses shape) or names.
+def tool_table(tools: Iterable[object] | None) -> tuple[frozenset[str], dict[str, Any]]:
+    """Function names from an OpenAI ``tools`` array (chat or Responses shape) or names, and
+    their ``parameters`` JSON Schemas by name (tools declared without one are left out;
+    pydantic ``parameters`` are taken as they are if they are dicts), in one pass.
 
     Raises TypeError for a ``tools`` that is a string or a single dict (``"get"`` would
     otherwise declare ``g``, ``e`` and ``t``) or holds items of no tool shape.
     """
     if tools is None:
-        return frozenset()
+        return frozenset(), {}
     _check(tools)
     names = set()
-    for tool in tools:
-        name, _ = name_and_schema(tool)
-        if name is not None:
-            names.add(name)
-    return frozenset(names)
-
-
-def tool_schemas(tools: Iterable[object] | None) -> dict[str, Any]:
-    """Declared ``parameters`` JSON Schemas by function name (tools declared without one
-    are left out). Pydantic ``parameters`` are taken as they are if they are dicts."""
-    if tools is None:
-        return {}
-    _check(tools)
-    out: dict[str, Any] = {}
+    schemas: dict[str, Any] = {}
     for tool in tools:
         name, params = name_and_schema(tool)
-        if name is not None and isinstance(params, Mapping):
-            out[name] = params
-    return out
+        if name is not None:
+            names.add(name)
+            if params.__class__ is dict or isinstance(params, Mapping):
+                schemas[name] = params
+    return frozenset(names), schemas
+
+
+def tool_names(tools: Iterable[object] | None) -> frozenset[str]:
+    """The names of :func:`tool_table`."""
+    return tool_table(tools)[0]

@@ -25,7 +25,7 @@ from ._events import ReasoningText
 from ._frontends import IdsInput, TextInput, checked_ids
 from ._machine import Machine
 from ._steps import EMPTY, STEPS, Builders, Collector, Step, fold
-from ._tools import builtin_names, declared_tools, tool_names, tool_schemas
+from ._tools import builtin_names, declared_tools, tool_table
 from .vocab import Vocab
 
 FINISHES = ("stop", "length", "unknown")
@@ -190,10 +190,11 @@ class Turn:
     def _start(self) -> Machine:
         request = self.request
         declared = request.declared
+        names, schemas = tool_table(declared)
         machine = self._machine = Machine(
-            tool_names(declared), self._id_factory, request.pass_undeclared,
-            tool_schemas(declared), not request.tools_known, request.any_recipient,
-            builtin_names(declared), self._out, self._build)
+            names, self._id_factory, request.pass_undeclared, schemas,
+            not request.tools_known, request.any_recipient, builtin_names(declared),
+            self._out, self._build)
         return machine
 
     @property

@@ -69,6 +69,20 @@ def test_a_spaced_declared_name_is_the_recipient_wherever_it_stands(header):
     assert [e.name for e in events if isinstance(e, ToolCallBegin)] == ["web search"]
 
 
+def test_the_declared_names_read_as_spaced_are_those_holding_any_whitespace_character():
+    """Every character ``str.isspace`` calls whitespace makes a name spaced, and no other
+    (the names are matched whole in recipients; a name missed would be cut at its space)."""
+    from harmony_plugins._header import spaced_names
+
+    spaces = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+    others = ["x", "_", ".", "-", "\u200b", "\ufeff", "\x00", "\u2060"]  # no isspace
+    names = [f"a{c}b" for c in spaces + others] + ["long name here"]
+    assert len(spaces) == 29
+    got = spaced_names(names)
+    assert sorted(got) == sorted([f"a{c}b" for c in spaces] + ["long name here"])
+    assert got[0] == "long name here"  # longest first
+
+
 @pytest.mark.parametrize(("recipient", "calls"), [
     ("functions.nope", ["nope"]),  # an undeclared function: passed on, as the switch says
     ("python", []),  # not a function: never a call (contract section 3, undeclared_recipient)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType, SimpleNamespace
 
 import pytest
 
@@ -59,6 +61,45 @@ def test_declared_tools_take_every_shape():
         {"name": "crm__find", "parameters": {"type": "object"}},
         {"type": "file_search"},
     ]
+
+
+class _ToolMapping(Mapping):
+    """A mapping that is not a dict (as a server might hand over a read-only view)."""
+
+    def __init__(self, data: dict) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> object:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def _as_objects(tool: dict) -> SimpleNamespace:
+    """A tool as attributes (as the engines' pydantic tool objects hold it)."""
+    function = SimpleNamespace(**tool["function"])
+    return SimpleNamespace(type=tool["type"], function=function)
+
+
+@pytest.mark.parametrize("shape", [
+    dict, MappingProxyType, _ToolMapping, _as_objects,
+    lambda tool: {**tool, "function": MappingProxyType(tool["function"])},
+], ids=["dict", "mappingproxy", "mapping", "objects", "nested_proxy"])
+def test_a_tool_in_any_mapping_or_object_shape_names_its_call_and_checks_it(shape):
+    """Whatever holds the tool (a dict, another mapping, attributes), its name resolves the
+    call and its schema checks the arguments (contract section 3)."""
+    for arguments, outcome in (('{"city": "Paris"}', "surfaced"),
+                               ('{"town": "Paris"}', "schema_mismatch")):
+        seen = []
+        turn = Turn(Request([shape(variant(None, STRICT))]), observer=seen.append)
+        call = CALL.replace('{"city": "Paris"}', arguments)
+        step = turn.feed_text(call, finish="stop")
+        assert [c.name for c in step.calls if c.id is not None] == ["get_weather"]
+        assert seen[0].outcomes == {outcome: 1}
 
 
 def test_tool_choice_none_declares_nothing_and_counts_the_call_as_undeclared():
