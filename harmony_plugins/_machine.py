@@ -372,6 +372,11 @@ class DropBody(Body):
         self.machine.recover(self.rule, "".join(self.dropped))
 
 
+def _over(text: str, tokens: int = 0) -> Any:
+    """A released machine's input (see :meth:`Machine.release`)."""
+    raise RuntimeError("the turn is over: its machine takes no more text")
+
+
 class Done:
     """The turn is over: the text that still comes, dropped and counted at the end."""
 
@@ -580,6 +585,14 @@ class Machine:
             self.alone, self.made = body.alone, body.made
         else:
             self.alone, self.made = self._alone, self._made
+
+    def release(self) -> None:
+        """The turn is reported: drop the machine's own methods held as its input (a
+        reference back to itself), so that it is freed by its last reference. Nothing is
+        fed after this: the turn refuses."""
+        self.alone = self.made = _over
+        self.text = _over
+        self.build = STEPS  # a caller's builders may hold the caller
 
     def _to_done(self) -> None:
         self.alone, self.made = self._alone, self._made

@@ -234,6 +234,7 @@ class Turn:
         self.request = self.request.with_tools(tools)
         kind = self._front.__class__ if self._front is not None else None
         finish, self._finish = self._finish, None
+        _let_go(self._front, self._machine)  # the parse without the tools, replaced
         self._machine = self._front = self._ids = self._text = None
         self._general()
         self._out = Collector(self._events)
@@ -380,8 +381,39 @@ class Turn:
         machine = self.machine
         summary = self.summary = Summary(dict(machine.recoveries), dict(machine.outcomes),
                                          list(machine.leaks))
+        self._release(machine)
         if self._observer is not None:
             self._observer(summary)
+
+    def _release(self, machine: Machine) -> None:
+        """Let go of every reference back into the turn once it is reported: its feeds
+        become functions that hold no turn (they refuse, as a closed turn's feeds do), its
+        front end and machine drop the turn's and their own methods, and its builders (an
+        adapter's, which may hold the adapter's objects) go. A finished turn is then freed
+        when its last reference goes, not left to the cyclic garbage collector."""
+        self.feed_ids = self.decode_ids = _refuse_ids
+        self.feed_text = self.decode_text = _refuse_text
+        self._build = STEPS
+        _let_go(self._front, machine)
+
+
+def _let_go(front: IdsInput | TextInput | None, machine: Machine | None) -> None:
+    """Drop a front end's and a machine's references back to their turn and themselves:
+    a reported turn's, and a parse that :meth:`Turn.declare` replaces."""
+    if front is not None:
+        front.stepped = front.general = None
+    if machine is not None:
+        machine.release()
+
+
+def _refuse_ids(ids: Any, finish: str | None = None) -> Any:
+    """A reported turn's :attr:`Turn.feed_ids` and :attr:`Turn.decode_ids`."""
+    raise RuntimeError("Turn.feed_ids() after close()")
+
+
+def _refuse_text(text: Any, finish: str | None = None) -> Any:
+    """A reported turn's :attr:`Turn.feed_text` and :attr:`Turn.decode_text`."""
+    raise RuntimeError("Turn.feed_text() after close()")
 
 
 def count_reasoning_tokens(ids: Iterable[int], request: Request,

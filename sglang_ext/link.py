@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import weakref
 from typing import Any
 
 from harmony_plugins import Builders, CallDelta, Step, Turn
@@ -71,7 +72,8 @@ class Link:
         self.steps: list[Step] = []
         self.handed = ""
         self.piece: tuple[int, str] | None = None
-        self.owner: object | None = None  # the tool detector that took from it first
+        # the tool detector that took from it first, weakly
+        self.owner: weakref.ref[object] | None = None
         self.waiting = False  # the turn's tools are still to come
 
     def start(self, turn: Turn) -> Link:
@@ -81,12 +83,13 @@ class Link:
         return self
 
     def claim(self, detector: object) -> bool:
-        """Whether ``detector`` may take from this link (the first to take owns it)."""
+        """Whether ``detector`` may take from this link (the first to take owns it; held by
+        a weak reference, as the detector holds the link)."""
         owner = self.owner
         if owner is None:
-            self.owner = detector
+            self.owner = weakref.ref(detector)
             return True
-        return owner is detector
+        return owner() is detector
 
     def publish(self) -> None:
         """Make this the link the task's next tool-detector call finds."""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType, SimpleNamespace
 
 import pytest
@@ -247,6 +248,52 @@ def test_stream_parser_refuses_feeds_after_close_even_once_fed(feed, data):
     parser.close()
     with pytest.raises(RuntimeError, match="after close"):
         getattr(parser, feed)(data)
+
+
+def _cyclic_garbage(run: Callable[[], None]) -> int:
+    """How many objects ``run`` left that only the cyclic garbage collector frees (run once
+    before, so that first-use caches, a schema's validator say, are not counted)."""
+    run()
+    gc.collect()
+    gc.disable()
+    try:
+        run()
+        return gc.collect()
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("events", [False, True])
+@pytest.mark.parametrize("feed", ["feed_ids", "feed_text", "decode_ids", "decode_text"])
+def test_a_reported_turn_is_freed_by_its_last_reference(feed, events):
+    """A finished turn holds no reference back to itself: freed at once, not left to the
+    cyclic collector (a server finishes a turn per response); and its feeds still refuse."""
+    text = "<|channel|>analysis<|message|>Hmm.<|end|><|start|>assistant" + CALL
+    data = o200k.tiktoken_encoding().encode(text, allowed_special="all") if "ids" in feed else text
+    pieces = [data[i : i + 3] for i in range(0, len(data), 3)]
+
+    def run() -> None:
+        turn = Turn(Request([WEATHER]), events=events)
+        for piece in pieces:
+            getattr(turn, feed)(piece)
+        turn.close()
+        with pytest.raises(RuntimeError, match="after close"):
+            getattr(turn, feed)(pieces[0])
+
+    assert _cyclic_garbage(run) == 0
+
+
+def test_a_turn_whose_tools_come_late_is_freed_once_reported():
+    def run() -> None:
+        turn = Turn(Request(None, tools_known=False))
+        turn.feed_text("<|channel|>analysis<|message|>Hmm.<|end|><|start|>assistant" + CALL,
+                       finish="stop")
+        turn.declare([WEATHER])
+        settled = Turn(Request(None, tools_known=False))
+        settled.feed_text(CALL, finish="stop")
+        settled.settle()
+
+    assert _cyclic_garbage(run) == 0
 
 
 # -- a request whose tools are not known yet (Turn.declare) -----------------------------

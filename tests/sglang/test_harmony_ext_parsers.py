@@ -453,6 +453,29 @@ def test_a_reasoning_result_that_does_more_than_store_its_arguments_is_construct
     assert not plain(Counted) and not plain(Slotted) and not plain(Swapped)
 
 
+@pytest.mark.parametrize("case_id", ["call_after_analysis", "two_calls"])
+def test_a_finished_choice_leaves_nothing_for_the_cyclic_collector(case_id, pieces) -> None:
+    """The detectors, their link and its turn hold no cycle once the stream ended (the tool
+    detector is the link's owner by a weak reference): a server's finished requests are
+    freed at once."""
+    import gc
+
+    case = next(c for c in CASES if c.id == case_id)
+
+    def run() -> None:
+        chain_stream(case, NAME, pieces(case.text))
+        links.CURRENT.set(None)  # the task ends: its context lets the last link go
+
+    run()
+    gc.collect()
+    gc.disable()
+    try:
+        run()
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
 def test_a_request_holds_only_its_current_calls_arguments(pieces) -> None:
     """SGLang's top-up reads only the last entry of prev_tool_call_arr/streamed_args_for_tool:
     earlier calls' arguments are let go, the last call's stay (so the top-up sends nothing)."""

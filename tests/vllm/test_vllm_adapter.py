@@ -243,6 +243,28 @@ def test_parse_and_parse_delta_follow_the_contract(parser_cls, tokenizer, text, 
         assert streamed == want
 
 
+def test_a_finished_request_leaves_nothing_for_the_cyclic_collector(parser_cls, tokenizer):
+    """The parser and its turn hold no cycle once the last delta is parsed: a server's
+    finished requests are freed at once."""
+    import gc
+
+    ids = tokenizer.encode(TEXTS[0])
+
+    def run() -> None:
+        parser = parser_cls(tokenizer, TOOLS)
+        for k, i in enumerate(ids):
+            parser.parse_delta("", [i], request(), finished=k == len(ids) - 1)
+
+    run()
+    gc.collect()
+    gc.disable()
+    try:
+        run()
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
 def test_include_reasoning_false_hides_reasoning_in_deltas(parser_cls, tokenizer):
     ids = tokenizer.encode(TEXTS[0])
     parser = parser_cls(tokenizer, TOOLS)
