@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import gc
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType, SimpleNamespace
 
 import pytest
@@ -32,6 +31,7 @@ from harmony_plugins._switches import switch
 from harmony_plugins._tools import declared_tools, name_and_schema
 from harmony_plugins.vocab import o200k
 from tests.data import STRICT, variant
+from tests.garbage import cyclic_garbage
 
 WEATHER = variant(None, STRICT)
 CALL = ("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
@@ -250,19 +250,6 @@ def test_stream_parser_refuses_feeds_after_close_even_once_fed(feed, data):
         getattr(parser, feed)(data)
 
 
-def _cyclic_garbage(run: Callable[[], None]) -> int:
-    """How many objects ``run`` left that only the cyclic garbage collector frees (run once
-    before, so that first-use caches, a schema's validator say, are not counted)."""
-    run()
-    gc.collect()
-    gc.disable()
-    try:
-        run()
-        return gc.collect()
-    finally:
-        gc.enable()
-
-
 @pytest.mark.parametrize("events", [False, True])
 @pytest.mark.parametrize("feed", ["feed_ids", "feed_text", "decode_ids", "decode_text"])
 def test_a_reported_turn_is_freed_by_its_last_reference(feed, events):
@@ -280,7 +267,7 @@ def test_a_reported_turn_is_freed_by_its_last_reference(feed, events):
         with pytest.raises(RuntimeError, match="after close"):
             getattr(turn, feed)(pieces[0])
 
-    assert _cyclic_garbage(run) == 0
+    assert cyclic_garbage(run) == 0
 
 
 def test_a_turn_whose_tools_come_late_is_freed_once_reported():
@@ -293,7 +280,7 @@ def test_a_turn_whose_tools_come_late_is_freed_once_reported():
         settled.feed_text(CALL, finish="stop")
         settled.settle()
 
-    assert _cyclic_garbage(run) == 0
+    assert cyclic_garbage(run) == 0
 
 
 # -- a request whose tools are not known yet (Turn.declare) -----------------------------

@@ -34,6 +34,7 @@ from tokenizers import Tokenizer
 
 from sglang_ext import link as links
 from sglang_ext.detectors import HarmonyExtDetector
+from tests.garbage import cyclic_garbage
 
 NAME = "harmony-ext"
 PARIS_CALL = ("get_weather", '{"city":"Paris"}')
@@ -458,22 +459,13 @@ def test_a_finished_choice_leaves_nothing_for_the_cyclic_collector(case_id, piec
     """The detectors, their link and its turn hold no cycle once the stream ended (the tool
     detector is the link's owner by a weak reference): a server's finished requests are
     freed at once."""
-    import gc
-
     case = next(c for c in CASES if c.id == case_id)
 
     def run() -> None:
         chain_stream(case, NAME, pieces(case.text))
         links.CURRENT.set(None)  # the task ends: its context lets the last link go
 
-    run()
-    gc.collect()
-    gc.disable()
-    try:
-        run()
-        assert gc.collect() == 0
-    finally:
-        gc.enable()
+    assert cyclic_garbage(run) == 0
 
 
 def test_a_request_holds_only_its_current_calls_arguments(pieces) -> None:

@@ -20,6 +20,7 @@ from vllm.parser.parser_manager import ParserManager  # noqa: E402
 
 from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer  # noqa: E402
 from tests.data import WEATHER, variant  # noqa: E402
+from tests.garbage import cyclic_garbage  # noqa: E402
 from vllm_ext import plugin  # noqa: E402
 from vllm_ext.harmony_parser import HarmonyExtParser  # noqa: E402
 
@@ -246,8 +247,6 @@ def test_parse_and_parse_delta_follow_the_contract(parser_cls, tokenizer, text, 
 def test_a_finished_request_leaves_nothing_for_the_cyclic_collector(parser_cls, tokenizer):
     """The parser and its turn hold no cycle once the last delta is parsed: a server's
     finished requests are freed at once."""
-    import gc
-
     ids = tokenizer.encode(TEXTS[0])
 
     def run() -> None:
@@ -255,14 +254,7 @@ def test_a_finished_request_leaves_nothing_for_the_cyclic_collector(parser_cls, 
         for k, i in enumerate(ids):
             parser.parse_delta("", [i], request(), finished=k == len(ids) - 1)
 
-    run()
-    gc.collect()
-    gc.disable()
-    try:
-        run()
-        assert gc.collect() == 0
-    finally:
-        gc.enable()
+    assert cyclic_garbage(run) == 0
 
 
 def test_include_reasoning_false_hides_reasoning_in_deltas(parser_cls, tokenizer):
