@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType, SimpleNamespace
@@ -101,6 +102,31 @@ def test_a_tool_in_any_mapping_or_object_shape_names_its_call_and_checks_it(shap
         step = turn.feed_text(call, finish="stop")
         assert [c.name for c in step.calls if c.id is not None] == ["get_weather"]
         assert seen[0].outcomes == {outcome: 1}
+
+
+def test_tools_given_as_a_tuple_are_read_as_a_list_is():
+    seen = []
+    turn = Turn(Request((variant(None, STRICT),)), observer=seen.append)
+    step = turn.feed_text(CALL, finish="stop")
+    assert [c.name for c in step.calls if c.id is not None] == ["get_weather"]
+    assert seen[0].outcomes == {"surfaced": 1}
+
+
+@pytest.mark.parametrize(("parameters", "outcome"), [
+    # a schema in another mapping is declared, but jsonschema cannot apply it (rules.md)
+    (MappingProxyType(STRICT), "unchecked"),
+    # no mapping at all is no schema: the tool is declared without one
+    (json.dumps(STRICT), "surfaced"),
+    (None, "surfaced"),
+])
+def test_a_tool_s_parameters_are_its_schema_only_when_they_are_a_mapping(parameters, outcome):
+    tool = variant(None, STRICT)
+    tool["function"]["parameters"] = parameters
+    seen = []
+    turn = Turn(Request([tool]), observer=seen.append)
+    step = turn.feed_text(CALL.replace('"city"', '"town"'), finish="stop")
+    assert [c.name for c in step.calls if c.id is not None] == ["get_weather"]
+    assert seen[0].outcomes == {outcome: 1}
 
 
 def test_tool_choice_none_declares_nothing_and_counts_the_call_as_undeclared():
