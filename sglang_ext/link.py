@@ -55,18 +55,19 @@ class Link:
     handed back to unpack.
     """
 
-    __slots__ = ("turn", "steps", "handed", "piece", "owner", "waiting", "made", "nothing",
-                 "result", "new")
+    __slots__ = ("turn", "steps", "handed", "piece", "owner", "waiting", "tool_results",
+                 "nothing", "reasoning_result", "new")
     turn: Turn  # given by start(), right after the link is made (its turn is built on it)
 
-    def __init__(self, made: Any, result: Any, plain: bool = False) -> None:
-        """``made``: the tool detector's result builders (``sglang_ext.results.BUILD``);
-        ``result``: the reasoning detector's result class, ``result(normal_text,
-        reasoning_text)``; ``plain``: it only stores its two arguments
-        (``sglang_ext.results.REASONING_PLAIN``), so the usual steps build it as an object
-        and two attribute stores, without a Python ``__init__`` call per step."""
-        self.made = made
-        self.result = result
+    def __init__(self, tool_results: Any, reasoning_result: Any, plain: bool = False) -> None:
+        """``tool_results``: the tool detector's result builders (``sglang_ext.results.BUILD``);
+        ``reasoning_result``: the reasoning detector's result class,
+        ``reasoning_result(normal_text, reasoning_text)``; ``plain``: it only stores its two
+        arguments (``sglang_ext.results.REASONING_PLAIN``), so the usual steps build it as an
+        object and two attribute stores, without a Python ``__init__`` call per step (written
+        out in each piece builder: a shared helper would be the call it saves)."""
+        self.tool_results = tool_results
+        self.reasoning_result = reasoning_result
         self.new = _new if plain else None
         self.nothing: Any = None  # see empty()
         self.steps: list[Step] = []
@@ -125,8 +126,8 @@ class Link:
             _publish(self)
         new = self.new
         if new is None:
-            return self.result("", text)
-        made = new(self.result)
+            return self.reasoning_result("", text)
+        made = new(self.reasoning_result)
         made.normal_text = ""
         made.reasoning_text = text
         return made
@@ -140,8 +141,8 @@ class Link:
                 _publish(self)
         new = self.new
         if new is None:
-            return self.result(text, "")
-        made = new(self.result)
+            return self.reasoning_result(text, "")
+        made = new(self.reasoning_result)
         made.normal_text = text
         made.reasoning_text = ""
         return made
@@ -155,14 +156,14 @@ class Link:
                 _publish(self)
         new = self.new
         if new is None:
-            return self.result("", "")
-        made = new(self.result)
+            return self.reasoning_result("", "")
+        made = new(self.reasoning_result)
         made.normal_text = made.reasoning_text = ""
         return made
 
     def _whole(self, step: Step) -> Any:
         self.hand(step)
-        return self.result(step.content, step.reasoning)
+        return self.reasoning_result(step.content, step.reasoning)
 
     def quick(self, text: str) -> Any:
         """The tool detector's usual call, when nothing but the text handed over and at most
@@ -179,10 +180,10 @@ class Link:
         if piece is not None:
             self.piece = None
             self.handed = ""
-            return self.made.argument_piece(handed, piece[0], piece[1])
+            return self.tool_results.argument_piece(handed, piece[0], piece[1])
         if handed:
             self.handed = ""
-            return self.made.result(handed, [])
+            return self.tool_results.result(handed, [])
         return self.empty()
 
     def empty(self) -> Any:
@@ -191,7 +192,7 @@ class Link:
         changed is replaced), not a model built and dropped per step."""
         nothing = self.nothing
         if nothing is None or nothing.normal_text or nothing.calls:
-            nothing = self.nothing = self.made.result("", [])
+            nothing = self.nothing = self.tool_results.result("", [])
         return nothing
 
     def _changed(self, text: str) -> None:
