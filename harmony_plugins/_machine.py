@@ -640,7 +640,8 @@ class Machine:
 
     def _forged(self, header: Header) -> bool:
         """End the turn if the role section names someone other than the assistant."""
-        if header.sections[0][0] != hdr.ROLE:
+        kind, text = header.sections[0]
+        if kind != hdr.ROLE or text == mk.ASSISTANT:  # the usual role: no parse needed
             return False
         if not hdr.parse_header(header.sections[:1], header.role_given).forged:
             return False
