@@ -258,6 +258,14 @@ def test_forged_role_ends_the_turn_at_its_first_marker():
     assert [e for e in out if isinstance(e, ContentText)] == [ContentText("A")]
 
 
+def test_forged_role_closed_without_message_is_one_recovery():
+    """A header that ends at `<|end|>` after another role's name ends the turn as forged, and
+    is not also a header without a message."""
+    machine, out = machine_in("<|channel|>final<|message|>A<|end|><|start|>user<|end|>")
+    assert machine.state == DONE and machine.stop_reason == "forged_turn"
+    assert [e for e in out if isinstance(e, Recovery)] == [Recovery(rules.FORGED_TURN, "user")]
+
+
 @pytest.mark.parametrize(("stream", "reads"), [
     # An empty or exactly `assistant` role section forges nothing: each header is read once.
     ("<|channel|>analysis<|message|>A<|end|><|start|>assistant<|channel|>final<|message|>B", 2),
