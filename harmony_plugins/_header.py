@@ -60,6 +60,15 @@ def is_other_role(word: str) -> bool:
             or word == hm.PYTHON)
 
 
+def role_forges(text: str, role_given: bool) -> bool:
+    """Whether a header's role section (its text) names someone other than the assistant: the
+    model is writing the next turn. The usual ones, empty (a header that begins with its
+    channel) or exactly ``assistant``, are answered without reading the section as a header."""
+    if not text or text == hm.ASSISTANT:
+        return False
+    return parse_header([(ROLE, text)], role_given).forged
+
+
 def is_content_type(word: str, tools: frozenset[str]) -> bool:
     """Whether a word is a content type we know (``json``, ``code``, or a function's name);
     any other word where a content type may stand is junk, dropped and counted."""

@@ -641,9 +641,7 @@ class Machine:
     def _forged(self, header: Header) -> bool:
         """End the turn if the role section names someone other than the assistant."""
         kind, text = header.sections[0]
-        if kind != hdr.ROLE or not text or text == mk.ASSISTANT:  # the usual: nothing to parse
-            return False
-        if not hdr.parse_header(header.sections[:1], header.role_given).forged:
+        if kind != hdr.ROLE or not hdr.role_forges(text, header.role_given):
             return False
         self._end_turn_forged(header)
         return True

@@ -27,6 +27,7 @@ from harmony_plugins._header import (
     is_header_like,
     parse_header,
     resolve_recipient,
+    role_forges,
 )
 from harmony_plugins._machine import BODY, CALL, CONTENT, DONE, DROP, HEADER, REASONING, Machine
 from harmony_plugins._steps import Collector
@@ -300,6 +301,22 @@ def test_call_begin_event_carries_header_facts():
 
 
 # -- header.py ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "role_given", "forges"), [
+    ("", True, False),  # `<|start|><|channel|>`: no role written
+    ("", False, False),  # a header that begins with its channel
+    ("assistant", True, False),
+    ("Assistant", True, False),  # the role compared without case
+    (" assistant ", True, False),
+    ("final", True, False),  # `<|start|>final`: gpt-oss's channel in the role slot
+    ("commentary", False, False),  # a channel name written without its marker
+    ("user", True, True),
+    ("user", False, True),  # the next turn's header written as plain text
+    ("system", True, True),
+])
+def test_a_role_section_forges_a_turn_when_it_names_another_role(text, role_given, forges):
+    assert role_forges(text, role_given) is forges
+
 
 @pytest.mark.parametrize(("sections", "role_given", "expected"), [
     ([(-1, "assistant"), (mk.CHANNEL, "analysis")], True, ("assistant", None, "analysis", None)),
