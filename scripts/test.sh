@@ -15,7 +15,8 @@
 # The SGLang tiers run in a lane of their own, beside the core, the build and the vLLM tiers (the
 # machine has two cores; the SGLang tiers need neither the vLLM venvs nor their servers): the
 # lane's output goes to a file and is printed whole when it ends, after the vLLM tiers' output.
-# Every suite runs even when an earlier one fails; the exit status is non-zero if any did.
+# Every suite runs even when an earlier one fails; the exit status is non-zero if any did, and
+# the last lines of each failed step are printed again at the end, with the disk's free space.
 # Each pytest step writes a JUnit report (into a temporary folder) and scripts/check_skips.py
 # holds its skips to the tier's allow-list in scripts/skips.toml: a skip not listed there, or an
 # import failure turned into a skip, fails the step. At the end it prints which engine version
@@ -38,12 +39,18 @@ steps=()
 declare -A counts=()
 reports="$(mktemp -d)"
 trap 'rm -rf "$reports"' EXIT
-run() {  # run NAME COMMAND...: run a step, remember its failure
-    local name="$1"
+step_log() {  # step_log NAME: the file a step's output is copied into
+    echo "$reports/step-${1//[^A-Za-z0-9]/_}.log"
+}
+run() {  # run NAME COMMAND...: run a step, remember its failure; its output is copied to a file
+    local name="$1" status
     shift
     echo "==== $name ($(date -u +%H:%M:%S))"
-    "$@"
-    local status=$?
+    # The command runs in this shell (the steps record counts in its arrays); tee copies what
+    # it prints, so that a failure's cause can be printed again at the very end.
+    "$@" > >(tee "$(step_log "$name")") 2>&1
+    status=$?
+    wait $!  # the tee, so that its copy is whole and its output comes before the next step's
     ((status == 0)) || failed+=("$name")
     return "$status"
 }
@@ -176,6 +183,14 @@ echo "|---|---|"
 printf '%s\n' "${steps[@]}"
 
 if ((${#failed[@]})); then
+    # A CI log is often read from its end: say again how each failed step ended.
+    for name in "${failed[@]}"; do
+        if [[ -f $(step_log "$name") ]]; then
+            echo "==== how '$name' ended (its last 30 lines)"
+            tail -n 30 "$(step_log "$name")"
+        fi
+    done
+    echo "  $(df -Pk . | awk 'NR == 2 { print int($4 / 1048576) }') GiB free on this disk now"
     echo "==== FAILED: ${failed[*]}"
     exit 1
 fi

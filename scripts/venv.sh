@@ -37,6 +37,8 @@ venv_mark() {
 #
 #   venv_log FILE           send the steps' output to FILE (truncated)
 #   venv_step NAME CMD...   run CMD, print "NAME (Ns)", or on failure the log's tail and path
+#   venv_retry CMD...       run CMD up to three times: for the steps that download from the
+#                           package index, where a dropped connection is no reason to stop
 
 _VENV_LOG=/dev/null
 
@@ -58,4 +60,14 @@ venv_step() {
         echo "  full log: $_VENV_LOG" >&2
         return 1
     fi
+}
+
+venv_retry() {
+    local attempt
+    for attempt in 1 2 3; do
+        "$@" && return 0
+        ((attempt == 3)) || echo "== that failed (attempt $attempt of 3); once more in 10 s"
+        ((attempt == 3)) || sleep 10
+    done
+    return 1
 }
