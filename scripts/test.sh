@@ -43,14 +43,17 @@ step_log() {  # step_log NAME: the file a step's output is copied into
     echo "$reports/step-${1//[^A-Za-z0-9]/_}.log"
 }
 run() {  # run NAME COMMAND...: run a step, remember its failure; its output is copied to a file
-    local name="$1" status
+    local name="$1" status before=$!
     shift
     echo "==== $name ($(date -u +%H:%M:%S))"
     # The command runs in this shell (the steps record counts in its arrays); tee copies what
-    # it prints, so that a failure's cause can be printed again at the very end.
-    "$@" > >(tee "$(step_log "$name")") 2>&1
+    # it prints, so that a failure's cause can be printed again at the very end. The braces
+    # make this shell start the tee (for an external command alone, its child would, and $!
+    # would still name the SGLang lane): then the tee is waited for, so that its copy is
+    # whole and its output comes before the next step's.
+    { "$@"; } > >(tee "$(step_log "$name")") 2>&1
     status=$?
-    wait $!  # the tee, so that its copy is whole and its output comes before the next step's
+    [[ $! == "$before" ]] || wait $!
     ((status == 0)) || failed+=("$name")
     return "$status"
 }
