@@ -43,7 +43,7 @@ step_log() {  # step_log NAME: the file a step's output is copied into
     echo "$reports/step-${1//[^A-Za-z0-9]/_}.log"
 }
 run() {  # run NAME COMMAND...: run a step, remember its failure; its output is copied to a file
-    local name="$1" status before=$!
+    local name="$1" status before=${!:-}
     shift
     echo "==== $name ($(date -u +%H:%M:%S))"
     # The command runs in this shell (the steps record counts in its arrays); tee copies what
@@ -53,7 +53,7 @@ run() {  # run NAME COMMAND...: run a step, remember its failure; its output is 
     # whole and its output comes before the next step's.
     { "$@"; } > >(tee "$(step_log "$name")") 2>&1
     status=$?
-    [[ $! == "$before" ]] || wait $!
+    [[ ${!:-} == "$before" ]] || wait $!
     ((status == 0)) || failed+=("$name")
     return "$status"
 }
