@@ -43,17 +43,17 @@ step_log() {  # step_log NAME: the file a step's output is copied into
     echo "$reports/step-${1//[^A-Za-z0-9]/_}.log"
 }
 run() {  # run NAME COMMAND...: run a step, remember its failure; its output is copied to a file
-    local name="$1" status before=${!:-}
+    local name="$1" status
     shift
     echo "==== $name ($(date -u +%H:%M:%S))"
     # The command runs in this shell (the steps record counts in its arrays); tee copies what
     # it prints, so that a failure's cause can be printed again at the very end. The braces
-    # make this shell start the tee (for an external command alone, its child would, and $!
-    # would still name the SGLang lane): then the tee is waited for, so that its copy is
-    # whole and its output comes before the next step's.
+    # make this shell start the tee, so that $! names it (for an external command alone, its
+    # child would, and $! would still name the SGLang lane): the tee is waited for, so that
+    # its copy is whole and its output comes before the next step's.
     { "$@"; } > >(tee "$(step_log "$name")") 2>&1
     status=$?
-    [[ ${!:-} == "$before" ]] || wait $!
+    wait $!
     ((status == 0)) || failed+=("$name")
     return "$status"
 }
@@ -188,9 +188,10 @@ printf '%s\n' "${steps[@]}"
 if ((${#failed[@]})); then
     # A CI log is often read from its end: say again how each failed step ended.
     for name in "${failed[@]}"; do
-        if [[ -f $(step_log "$name") ]]; then
+        log="$(step_log "$name")"
+        if [[ -f $log ]]; then
             echo "==== how '$name' ended (its last 30 lines)"
-            tail -n 30 "$(step_log "$name")"
+            tail -n 30 "$log"
         fi
     done
     echo "  $(df -Pk . | awk 'NR == 2 { print int($4 / 1048576) }') GiB free on this disk now"
