@@ -180,14 +180,13 @@ class Body:
     machine hands each piece of text to the body, which sends it on (:meth:`take`), and the
     body closes itself when a marker or the end of the stream ends it (:meth:`end`)."""
 
-    __slots__ = ("machine", "out", "build")
+    __slots__ = ("machine", "out")
     state = BODY
     route = DROP
 
     def __init__(self, machine: Machine) -> None:
         self.machine = machine
         self.out = machine.out
-        self.build = machine.build
 
     def take(self, text: str, tokens: int = 0) -> None:
         raise NotImplementedError
@@ -214,8 +213,12 @@ class Body:
 class ReasoningBody(Body):
     """Chain of thought: each piece to reasoning, its tokens counted (usage figures)."""
 
-    __slots__ = ()
+    __slots__ = ("make",)
     route = REASONING
+
+    def __init__(self, machine: Machine) -> None:
+        super().__init__(machine)
+        self.make = machine.build.reasoning  # what made builds (the turn's builder)
 
     def take(self, text: str, tokens: int = 0) -> None:
         self.out.reasoning(text, tokens)
@@ -229,18 +232,20 @@ class ReasoningBody(Body):
 
     def made(self, text: str, tokens: int) -> Any:
         self.out.reasoning_tokens += tokens
-        return self.build.reasoning(text)
+        make = self.make  # loaded, then called: see the front ends' module docstring
+        return make(text)
 
 
 class ContentBody(Body):
     """Visible text: each piece to content, scanned for leaked markup as it goes."""
 
-    __slots__ = ("scanner",)
+    __slots__ = ("scanner", "make")
     route = CONTENT
 
     def __init__(self, machine: Machine) -> None:
         super().__init__(machine)
         self.scanner = LeakScanner()
+        self.make = machine.build.content
 
     def take(self, text: str, tokens: int = 0) -> None:
         self.out.content(text)
@@ -279,7 +284,8 @@ class ContentBody(Body):
             end = scanner.end = scanner.end + len(text)
             if end - scanner.start > _WINDOW:
                 scanner.trim()
-        return self.build.content(text)
+        make = self.make
+        return make(text)
 
     def end(self, by: str) -> None:
         found = self.scanner.close()
@@ -292,7 +298,7 @@ class CallBody(Body):
     """A call's arguments: each piece cut at the end of the first JSON value, then checked
     against the declared schema when the call ends."""
 
-    __slots__ = ("index", "name", "cutter")
+    __slots__ = ("index", "name", "cutter", "make")
     route = CALL
 
     def __init__(self, machine: Machine, index: int, name: str) -> None:
@@ -300,6 +306,7 @@ class CallBody(Body):
         self.index = index
         self.name = name  # the declared name its arguments are checked against ("": none)
         self.cutter = ArgumentCutter()
+        self.make = machine.build.arguments
 
     def take(self, text: str, tokens: int = 0) -> None:
         piece = self.cutter.feed(text)
@@ -328,7 +335,8 @@ class CallBody(Body):
             text = cutter.cut(text)
             if not text:
                 return None
-        return self.build.arguments(self.index, text)
+        make = self.make
+        return make(self.index, text)
 
     def end(self, by: str) -> None:
         machine, cutter, out = self.machine, self.cutter, self.out

@@ -169,7 +169,8 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
     def parse_streaming_increment(self, new_text: str) -> ReasoningResult:
         link = self._link or self.link
         if self.hands_off and self.stream_reasoning:  # the usual decode step: the link's
-            return link.turn.decode_text(new_text)   # builders make the result, queue the rest
+            decode = link.turn.decode_text  # builders make the result, queue the rest
+            return decode(new_text)
         return self._result(link, link.turn.feed_text(new_text), final=False)
 
     def finish(self) -> ReasoningResult:

@@ -131,7 +131,8 @@ class HarmonyExtParser(HarmonyParser):
         # The decode step of every request: as little as possible (the turn's builders,
         # chosen by this request's include_reasoning when it started, build the delta).
         self._fed += len(delta_token_ids)
-        return turn.decode_ids(delta_token_ids)
+        decode = turn.decode_ids  # a slot: loaded, then called (cheaper than a method call)
+        return decode(delta_token_ids)
 
     def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
         turn = self._turn
