@@ -212,8 +212,8 @@ class IdsInput:
             return EMPTY if alone else None
         self.owed = 0
         if alone:
-            alone = self.machine.alone
-            return alone(text, tokens)
+            machine_alone = self.machine.alone  # not the flag of the same name
+            return machine_alone(text, tokens)
         self.machine.text(text, tokens)
         return None
 
