@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -116,25 +117,33 @@ def test_every_api_server_loads_the_plugin_and_serves(multi: tuple[str, Path]) -
     assert processes_logging(log_path, RECOVERED) == want
 
 
-def test_counters_add_up_across_api_servers(client: Any, multi: tuple[str, Path]) -> None:
+def test_counters_add_up_across_api_servers(multi: tuple[str, Path]) -> None:
     """vLLM serves ``/metrics`` from prometheus_client's multiprocess mode here: what each
     API-server process counted is added up, whichever process answers the scrape."""
+    import httpx
+
     from tests.e2e_vllm.metrics import SCRIPTED, expected_increase, increase, scrape
 
     base_url, log_path = multi
+    # The processes are handed connections, not requests, and requests sent one after the
+    # other to an idle server may all reach one of them (a kept-alive connection certainly
+    # does). So each round sends its requests at once, each on a connection of its own.
+    http = httpx.Client(limits=httpx.Limits(max_keepalive_connections=0))
+    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0,
+                           http_client=http)
+    jobs = [(case, stream) for case, _ in SCRIPTED for stream in (False, True)]
     before = scrape(base_url)
     served_before = {p: n for p, n in served_counts(log_path).items()}
     rounds = 0
-    for _ in range(8):  # the kernel spreads connections: until both processes served some
-        rounds += 1
-        for case, _ in SCRIPTED:
-            for stream in (False, True):
-                run = run_chat(client, case, stream=stream)
+    with http, ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        for _ in range(8):  # until both processes served some
+            rounds += 1
+            for run in pool.map(lambda job: run_chat(client, job[0], stream=job[1]), jobs):
                 assert "error" not in run.outcome, run.outcome
-        served = served_counts(log_path)
-        if all(served.get(p, 0) > served_before.get(p, 0) for p in
-               (f"ApiServer_{i}" for i in range(SERVERS))):
-            break
+            served = served_counts(log_path)
+            if all(served.get(p, 0) > served_before.get(p, 0) for p in
+                   (f"ApiServer_{i}" for i in range(SERVERS))):
+                break
     assert all(served.get(p, 0) > served_before.get(p, 0)
                for p in (f"ApiServer_{i}" for i in range(SERVERS))), served
     for _ in range(2):  # any process may answer the scrape: each must show the sum
