@@ -23,8 +23,9 @@ delta; anything else (tuples, numpy integers, generators) is converted or refuse
 slower path.
 
 The machine's ``alone`` and ``made`` are callables held in its slots (set with its state), so
-each is loaded into a local and then called: CPython 3.11 does not specialise a method call
-on a slot attribute, and the two steps cost about a hundred instructions less per call.
+on the usual paths each is loaded into a local and then called: CPython 3.11 does not
+specialise a method call on a slot attribute, and the two steps cost about a hundred
+instructions less per call.
 """
 
 from __future__ import annotations
@@ -211,9 +212,8 @@ class IdsInput:
             self.owed = tokens
             return EMPTY if alone else None
         self.owed = 0
-        if alone:
-            machine_alone = self.machine.alone  # not the flag of the same name
-            return machine_alone(text, tokens)
+        if alone:  # a delta of ordinary tokens, one cutting a character: not the usual path
+            return self.machine.alone(text, tokens)
         self.machine.text(text, tokens)
         return None
 
