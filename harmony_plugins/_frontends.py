@@ -80,14 +80,13 @@ class IdsInput:
     the turn (``general``, ``stepped``).
     """
 
-    __slots__ = ("machine", "table", "size", "pending", "owed", "stepped", "general")
+    __slots__ = ("machine", "table", "pending", "owed", "stepped", "general")
 
     def __init__(self, machine: Machine, table: list[Any],
                  stepped: Callable[..., Any] | None = None,
                  general: Callable[[Any, str | None], Step] | None = None) -> None:
         self.machine = machine  # where the text and markers go
         self.table = table  # id -> text, bytes (a token that cuts a character), marker, None
-        self.size = len(table)
         self.pending = b""  # the start of a UTF-8 character whose other bytes are to come
         self.owed = 0  # tokens whose text waits in ``pending`` (counted with that text)
         # For made: a step built (None: the one the machine's collector gathered; Turn gives it)
@@ -170,12 +169,15 @@ class IdsInput:
         A delta that is one run (no marker: most deltas) is the feed's one piece of text,
         handed to ``Machine.alone``, which builds its step with no collector: that step is
         returned. Otherwise None: the step is in the machine's collector."""
-        table, size, machine = self.table, self.size, self.machine
+        table, machine = self.table, self.machine
         run: list[Any] = []
         cut = False  # the run holds a token that cuts a UTF-8 character (bytes, not text)
         whole = True  # no marker (or unknown id) so far: the delta may be one run
         for token in ids:
-            piece = table[token] if 0 <= token < size else None
+            try:  # one comparison, not two: an id past the table raises
+                piece = table[token] if token >= 0 else None
+            except IndexError:
+                piece = None
             kind = piece.__class__
             if kind is str:
                 run.append(piece)

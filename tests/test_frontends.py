@@ -92,15 +92,24 @@ def test_a_character_cut_by_a_marker_is_passed_on_before_it():
     assert turn.close().content == ""
 
 
-@pytest.mark.parametrize("bad", [ENCODING.n_vocab, ENCODING.n_vocab + 1_000, 10**9, -1])
-@pytest.mark.parametrize("alone", [True, False])
-def test_ids_outside_the_vocabulary_are_skipped_and_counted(bad, alone):
-    """One token per delta (the fast path) and inside a longer delta: the same."""
+_N = ENCODING.n_vocab  # the vocabulary's ids are 0 .. _N - 1
+
+
+# Ids just past the vocabulary and far past it, and negative ids that a list index would
+# wrap to entries of the vocabulary (-1 to -_N) or past its start.
+@pytest.mark.parametrize("bad", [_N, _N + 1_000, 2 * _N, 10**9, -1, -_N, -_N - 1,
+                                 -(10**9)])
+@pytest.mark.parametrize("how", ["alone", "in a delta", "decoded"])
+def test_ids_outside_the_vocabulary_are_skipped_and_counted(bad, how):
+    """One token per delta (the fast path), inside a longer delta, and one token per
+    delta through decode_ids: the same."""
     head = ids("<|channel|>final<|message|>")
     turn = Turn(Request())
     turn.feed_ids(head)
-    if alone:
+    if how == "alone":
         steps = [turn.feed_ids([i]) for i in ids("Hi") + [bad] + ids(" there")]
+    elif how == "decoded":
+        steps = [turn.decode_ids([i]) for i in ids("Hi") + [bad] + ids(" there")]
     else:
         steps = [turn.feed_ids(ids("Hi") + [bad] + ids(" there"))]
     steps.append(turn.close())
