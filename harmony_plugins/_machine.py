@@ -88,7 +88,7 @@ from typing import Any
 from . import _header as hdr
 from . import harmony as mk
 from . import rules
-from ._arguments import ArgumentCutter, plain_piece
+from ._arguments import PLAIN, ArgumentCutter, plain_piece
 from ._checks import ArgumentChecker
 from ._events import ToolCallEnd
 from ._leaks import WINDOW as _WINDOW
@@ -329,7 +329,7 @@ class CallBody(Body):
 
     def made(self, text: str, tokens: int) -> Any:
         cutter = self.cutter
-        if cutter.plain and _plain_piece(text) is None:
+        if cutter.plain and PLAIN[text]:  # one decode step's piece: remembered
             cutter.kept.append(text)
         else:
             text = cutter.cut(text)
