@@ -162,3 +162,46 @@ def test_a_nested_field_the_model_lacks_is_refused_and_builders_validate():
     made = trusted.builders({"nested": (Holder, (("items", [(Item, ("title",))]),), ("t",))})
     assert not made.trusted
     assert made.nested("t") == Holder(items=[Item(title="t")])
+
+
+def test_an_instance_is_filled_as_its_stand_in_then_is_the_model_itself():
+    assert trusted.stand_in(Loud) is trusted.stand_in(Loud)  # one per model
+    assert trusted.stand_in(Loud) is not trusted.stand_in(Item)
+    fast = trusted.template(Loud, "content")("a")
+    slow = Loud(content="a")
+    assert type(fast) is Loud and type(fast).__setattr__ is BaseModel.__setattr__
+    # the instance behaves as pydantic's own afterwards: an assignment marks its field set,
+    # an extra goes where pydantic keeps extras, a deletion removes the field
+    for made in (fast, slow):
+        made.role = "assistant"
+        made.note = "extra"
+        del made.kind
+    assert trusted.same([(fast, slow)])
+    assert fast.model_extra == {"note": "extra"} and "kind" not in fast.__dict__
+    assert fast.model_fields_set == slow.model_fields_set >= {"content", "role"}
+
+
+class Slotted(BaseModel):
+    """A model with slots of its own: laid out otherwise than a plain subclass."""
+
+    __slots__ = ("cache",)
+    name: str | None = None
+
+
+with pytest.warns(UserWarning, match="shadows an attribute"):
+    class Shadows(BaseModel):
+        """A field named as one of BaseModel's methods: whether an attribute store reaches
+        the instance's fields depends on the method, so it is not built by one."""
+
+        copy: int = 0
+
+
+def test_a_model_a_stand_in_cannot_fill_is_refused_and_builders_validate():
+    with pytest.raises(TypeError, match="Slotted is laid out otherwise than BaseModel"):
+        trusted.template(Slotted, "name")
+    with pytest.raises(TypeError, match="Shadows.copy: not set by a plain attribute store"):
+        trusted.template(Shadows, "copy")
+    made = trusted.builders({"slotted": (Slotted, ("name",), ("n",)),
+                             "shadows": (Shadows, ("copy",), (1,))})
+    assert not made.trusted
+    assert made.slotted("n") == Slotted(name="n") and made.shadows(2) == Shadows(copy=2)
