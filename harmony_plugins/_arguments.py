@@ -30,11 +30,12 @@ class PlainPieces(dict[str, bool]):
     """``PLAIN[text]``: whether a piece has no bracket, quote or backslash (as
     :data:`plain_piece`), remembered for the first :data:`REMEMBERED` pieces asked about.
 
-    For a decode step's piece: one token's text, and most tokens of a stream are ones seen
-    before, so most answers are a dict lookup, a fraction of the cost of a search (about 550
-    instructions fewer per argument token, CPython 3.11). One per process, shared by every
-    turn: a lookup or an insertion is one dict operation, so concurrent turns at worst
-    compute an answer twice. A feed of many tokens is rarely seen twice: its caller searches.
+    For one token's piece (a decode step's, or a feed of one token): most tokens of a stream
+    are ones seen before, so most answers are a dict lookup, a fraction of the cost of a
+    search (about 370-600 instructions fewer per argument token, CPython 3.11). One per
+    process, shared by every turn: a lookup or an insertion is one dict operation, so
+    concurrent turns at worst compute an answer twice. A feed of many tokens is rarely seen
+    twice: its caller searches.
     """
 
     __slots__ = ()

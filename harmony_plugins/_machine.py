@@ -314,11 +314,12 @@ class CallBody(Body):
             self.out.arguments(self.index, piece)
 
     # The usual piece (no bracket, quote or backslash, inside the value) is kept here, not
-    # through the cutter's feed: a call less per argument token.
+    # through the cutter's feed: a call less per argument token. One token's piece is
+    # answered by PLAIN (remembered); a run of several, or text, is searched.
 
     def alone(self, text: str, tokens: int) -> Step:
         cutter = self.cutter
-        if cutter.plain and _plain_piece(text) is None:
+        if cutter.plain and (PLAIN[text] if tokens == 1 else _plain_piece(text) is None):
             cutter.kept.append(text)
         else:
             text = cutter.cut(text)

@@ -96,3 +96,18 @@ def test_a_call_decoded_one_token_at_a_time_keeps_its_structural_pieces():
         got = "".join(p if isinstance(p, str) else "".join(c.arguments for c in p.calls)
                       for p in pieces if p is not None)
         assert got + "".join(c.arguments for c in end.calls) == arguments
+
+
+def test_a_call_fed_one_token_at_a_time_keeps_its_structural_pieces():
+    """As above, through ``feed_ids`` (one token's piece answered by PLAIN there too), and
+    through a delta of several tokens (searched)."""
+    arguments = '{"path": "a \\"b\\" [c]", "n": [1, {"x": "}"}]}'
+    text = ("<|channel|>commentary to=functions.f<|constrain|>json<|message|>" + arguments
+            + " ]")
+    ids = ENCODING.encode(text, allowed_special="all")
+    for size in (1, 1, 3):  # the second time, every piece is remembered
+        turn = Turn(Request([{"type": "function", "function": {"name": "f"}}]))
+        steps = [turn.feed_ids(ids[i:i + size]) for i in range(0, len(ids), size)]
+        steps.append(turn.close("stop"))
+        assert "".join(c.arguments for s in steps for c in s.calls) == arguments
+        assert [end.arguments for s in steps for end in s.ended] == [arguments]
