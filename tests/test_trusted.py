@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -179,6 +182,14 @@ def test_an_instance_is_filled_as_its_stand_in_then_is_the_model_itself():
     assert trusted.same([(fast, slow)])
     assert fast.model_extra == {"note": "extra"} and "kind" not in fast.__dict__
     assert fast.model_fields_set == slow.model_fields_set >= {"content", "role"}
+    # and is copied, pickled and updated as pydantic's own
+    twins = [
+        (copy.deepcopy(fast), copy.deepcopy(slow)),
+        (pickle.loads(pickle.dumps(fast)), pickle.loads(pickle.dumps(slow))),
+        (fast.model_copy(update={"content": "b"}), slow.model_copy(update={"content": "b"})),
+    ]
+    for twin_fast, twin_slow in twins:
+        assert type(twin_fast) is Loud and trusted.same([(twin_fast, twin_slow)])
 
 
 class Slotted(BaseModel):
