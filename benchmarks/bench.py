@@ -4,7 +4,8 @@
     python -m benchmarks.bench vllm     # in .venv-vllm: vLLM's built-in parser against ours
     python -m benchmarks.bench sglang   # in .venv-sglang: SGLang's built-in against ours
 
-(``bash benchmarks/run.sh NAME`` picks the venv and writes ``docs/bench-NAME.md``.) Every
+(``bash benchmarks/run.sh NAME`` picks the venv and writes ``docs/bench-NAME.md``; ``python -m
+benchmarks.compat_feedback`` times the drop-in parser on a tool's result fed back.) Every
 implementation parses the same streams (``benchmarks.common``) at each length, 1 and 8 tokens
 per delta, through its engine's real classes; the figures are printed side by side, with how
 each grows from the shortest stream to the longest (flat: about 1x), and a cross-check that

@@ -29,6 +29,7 @@ class Header:
     """What a complete header says. ``role`` is None when the header names no role.
 
     ``empty_recipient`` is set by a ``to=`` (or ``to=functions.``) with no name;
+    ``to_assistant`` by a ``to=assistant`` (no recipient: it addresses nobody);
     ``role_channel`` by a channel name written in the role slot (``<|start|>final``);
     ``constrained`` when the content type followed ``<|constrain|>``.
     """
@@ -38,6 +39,7 @@ class Header:
     channel: str | None = None
     content_type: str | None = None
     empty_recipient: bool = False
+    to_assistant: bool = False
     role_channel: bool = False
     constrained: bool = False
     junk: list[str] = field(default_factory=list)
@@ -47,6 +49,14 @@ class Header:
         """The content type as the model wrote it: ``<|constrain|>json`` or ``json``."""
         ct = self.content_type
         return (hm.constrained(ct) if self.constrained else ct) if ct is not None else None
+
+    @property
+    def written_recipient(self) -> str | None:
+        """The recipient as written, ``to=assistant`` included: a message the caller renders
+        back (a tool's result) keeps it, as openai-harmony does."""
+        if self.recipient is None and self.to_assistant:
+            return hm.ASSISTANT
+        return self.recipient
 
     @property
     def forged(self) -> bool:
@@ -129,7 +139,9 @@ def _recipient_word(h: Header, name: str) -> None:
     """``to=NAME``, wherever it stands."""
     if name == "" or name == _FUNCTIONS:
         h.empty_recipient = True
-    elif name != hm.ASSISTANT:  # `to=assistant` addresses nobody
+    elif name == hm.ASSISTANT:  # addresses nobody
+        h.to_assistant = True
+    else:
         h.recipient = name
 
 

@@ -7,7 +7,8 @@ forged turn), failing the request. :class:`StreamableParser` has its interface a
 over one :class:`~harmony_plugins.Turn` at a time and its message events: ``messages`` holds one
 ``openai_harmony.Message`` per Harmony message as the core frames it, on the channel the
 message counts as (always one openai-harmony and the engines accept), a function call's
-recipient ``functions.NAME`` as declared, routing and drops by the contract.
+recipient ``functions.NAME`` as declared, routing and drops by the contract. The messages are
+built by :mod:`harmony_plugins.adapter_support.messages`, as the adapters build theirs.
 
 Where it differs from openai-harmony, the difference is the contract's: it never raises; a
 forged turn (``<|start|>user`` in model output) ends the turn and its messages are not kept;
@@ -18,76 +19,39 @@ not in another). Without ``tools=`` every recipient is kept as written, as opena
 Tokens a caller feeds back after the model stopped (a tool's result rendered as a message,
 ``<|start|>functions.x to=assistant ...<|end|>``, then the next turn's ``<|start|>assistant``,
 as SGLang's built-in tool loop does) are read as openai-harmony reads them: the tool's message
-is kept as written, and the assistant's next turn is a new turn of the model's, parsed by the
-contract. Which tokens are the caller's: with ``generations=True`` the caller ends each of the
-model's generations with :meth:`StreamableParser.process_eos`, so everything before it is the
-model's (a ``<|start|>functions.x`` the model writes after its ``<|call|>`` is a forged turn,
-as the contract says) and only what comes after it can be the caller's; without, what follows a
-stop token and begins with another role's ``<|start|>`` is taken for the caller's (the engines
-stop the model at its stop tokens). ``openai_harmony`` is imported when the first parser is
-built, never at import.
+is kept as written (its header read by the core's header reader), and the assistant's next
+turn is a new turn of the model's, parsed by the contract. Which tokens are the caller's: with
+``generations=True`` the caller ends each of the model's generations with
+:meth:`StreamableParser.process_eos`, so everything before it is the model's (a
+``<|start|>functions.x`` the model writes after its ``<|call|>`` is a forged turn, as the
+contract says) and only what comes after it can be the caller's; without, what follows a stop
+token and begins with another role's ``<|start|>`` is taken for the caller's (the engines stop
+the model at its stop tokens). A caller's message can be long (a page a tool fetched): its
+body is decoded once, as it comes, so each token costs the same whatever the length.
+``openai_harmony`` is imported when the first parser is built, never at import.
 """
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import harmony as hm
 from ._events import ContentText, MessageBegin, MessageEnd, ReasoningText, ToolCallArguments
+from ._header import ROLE, Header, parse_header, role_forges
 from ._steps import Step
 from ._turn import Observer, Request, Turn
+from .adapter_support.messages import from_parts, harmony_message
 from .vocab import Vocab
 
 _TEXT = (ReasoningText, ContentText, ToolCallArguments)
 _STOPS = frozenset({hm.CALL, hm.RETURN, hm.END_OF_TEXT})
+# After one of these a header's tokens are counted afresh (``state_data``).
+_BOUNDS = _STOPS | {hm.START, hm.END}
 # Where the parser is: in a turn of the model's, after a stop (expecting a caller's message or
 # the next turn), deciding whose message a <|start|> begins, or in a caller's message.
-_TURN, _BETWEEN, _PENDING, _FOREIGN = range(4)
-
-
-def _harmony() -> Any:
-    import openai_harmony
-
-    return openai_harmony
-
-
-def harmony_message(begin: MessageBegin, text: str) -> Any:
-    """The ``openai_harmony.Message`` of one Harmony message the core framed (its
-    :class:`MessageBegin` and its whole text), or None for a message with an empty body, which
-    carries nothing (a call's empty body is ``{}``, never empty)."""
-    if not text:
-        return None
-    return _message(_harmony().Role.ASSISTANT, None, text, begin.channel, begin.recipient,
-                    begin.content_type)
-
-
-def prompt_message(message: Any) -> Any:
-    """A prompt message of the core (a :class:`~harmony_plugins.prompt._model.Message` with a
-    text body, as :func:`~harmony_plugins.item_messages` returns) as the
-    ``openai_harmony.Message`` an engine renders: author (a tool result's ``functions.NAME``),
-    channel, recipient and content type as the core gave them."""
-    author = message.author if message.author and message.author != message.role else None
-    return _message(_harmony().Role(message.role), author, message.body, message.channel,
-                    message.recipient, message.content_type)
-
-
-def _message(role: Any, author: str | None, text: str, channel: str | None,
-             recipient: str | None, content_type: str | None) -> Any:
-    """An ``openai_harmony.Message`` from its parts (``author``: a name other than the role's,
-    as a tool result's ``functions.NAME``; None parts are left unset)."""
-    oh = _harmony()
-    if author is not None:
-        message = oh.Message.from_author_and_content(oh.Author.new(role, author), text)
-    else:
-        message = oh.Message.from_role_and_content(role, text)
-    if channel is not None:
-        message = message.with_channel(channel)
-    if recipient is not None:
-        message = message.with_recipient(recipient)
-    if content_type is not None:
-        message = message.with_content_type(content_type)
-    return message
+_TURN, _BETWEEN, _PENDING, _CALLERS = range(4)
 
 
 class StreamableParser:
@@ -96,13 +60,17 @@ class StreamableParser:
     ``encoding`` is openai-harmony's gpt-oss encoding (its ids are o200k_harmony's: the token
     table comes from ``vocab``, by default the shipped o200k_harmony); ``role``
     ``Role.ASSISTANT`` (the stream starts in the assistant's header, after the prompt's
-    ``<|start|>assistant``) or None (it starts with a ``<|start|>``); ``strict`` is accepted
-    and changes nothing (this parser never raises on model output). ``tools``: the request's
-    tools (chat or Responses shapes, dicts or objects); only those are calls, by the contract;
-    without them every recipient is kept as written. ``observer`` receives each turn's
-    :class:`~harmony_plugins.Summary` (the adapters' counters); ``pass_undeclared`` as for
-    :class:`~harmony_plugins.Request`; ``generations``: the caller ends each generation with
-    :meth:`process_eos` (see the module docstring).
+    ``<|start|>assistant``) or None (it starts with a ``<|start|>``). ``strict`` is accepted
+    for openai-harmony's signature and changes nothing: openai-harmony's strict parser raises
+    at the end of a stream whose last header never reached ``<|message|>``, and its lenient
+    one keeps such a header's text as a message only in the stream's first header; this
+    parser never raises on model output and reads every such header by the contract, so both
+    values give the same messages. ``tools``: the request's tools (chat or Responses shapes,
+    dicts or objects); only those are calls, by the contract; without them every recipient is
+    kept as written. ``observer`` receives each turn's :class:`~harmony_plugins.Summary` (the
+    adapters' counters); ``pass_undeclared`` as for :class:`~harmony_plugins.Request`;
+    ``generations``: the caller ends each generation with :meth:`process_eos` (see the module
+    docstring).
     """
 
     def __init__(self, encoding: Any = None, role: Any = None, *, strict: bool = True,
@@ -110,8 +78,10 @@ class StreamableParser:
                  observer: Observer | None = None, pass_undeclared: bool = False,
                  id_factory: Callable[[], str] | None = None,
                  generations: bool = False) -> None:
+        import openai_harmony
+
+        self._oh = openai_harmony
         self._generations = generations
-        self._oh = _harmony()
         self._request = Request(tools, pass_undeclared=pass_undeclared,
                                 any_recipient=tools is None)
         self._vocab = vocab or Vocab.o200k_harmony()
@@ -120,22 +90,24 @@ class StreamableParser:
         self._id_factory = id_factory
         self._turn: Turn | None = None
         self._messages: list[Any] = []
-        self._begin: MessageBegin | None = None  # the message being read
-        self._parts: list[str] = []
+        self._begin: MessageBegin | None = None  # the model's message being read
+        self._parts: list[str] = []  # its text so far (see _joined)
         self._tokens: list[int] = []
+        self._from = 0  # where in _tokens the header or body being read began
         self._delta: str | None = None
         self._mode = _TURN if role is not None else _BETWEEN
         self._first_header = role is not None  # openai-harmony names the given role there
         self._after_call = False  # the model's last stop was <|call|>, nothing fed since
         self._pending: list[int] = []  # <|start|> and what follows, until whose it is is known
-        self._foreign: _Foreign | None = None
+        self._callers: _Callers | None = None  # a caller's message being read
         self._ended_last = False  # the last token ended a message: openai-harmony expects start
 
     # -- openai-harmony's interface ---------------------------------------------------------
 
     def process(self, token: int) -> StreamableParser:
         """Take the next token (model output, or a message the caller renders back)."""
-        self._tokens.append(token)
+        tokens = self._tokens
+        tokens.append(token)
         self._delta = None
         marker = self._marker(token)
         mode = self._mode
@@ -159,7 +131,9 @@ class StreamableParser:
             if marker is not None:
                 self._decide(marker)
         else:
-            self._foreign_token(token, marker)
+            self._callers_token(token, marker)
+        if marker in _BOUNDS:
+            self._from = len(tokens)
         return self
 
     def process_eos(self) -> StreamableParser:
@@ -167,13 +141,14 @@ class StreamableParser:
         self._delta = None
         if self._mode == _PENDING:
             self._decide(None)
-        if self._mode == _FOREIGN and self._foreign is not None:
-            self._foreign_done()
+        if self._mode == _CALLERS:
+            self._callers_done()
         turn = self._turn
         if turn is not None and not turn.closed:
             self._absorb(turn.close())
         self._mode = _BETWEEN
         self._first_header = False
+        self._from = len(self._tokens)
         return self
 
     @property
@@ -190,7 +165,7 @@ class StreamableParser:
         """``openai_harmony.StreamState``: ``CONTENT`` while a message's body is read,
         ``EXPECT_START`` right after a message or a stop, else ``HEADER``."""
         states = self._oh.StreamState
-        if self._begin is not None or (self._foreign is not None and self._foreign.in_body):
+        if self._begin is not None or self._callers_body() is not None:
             return states.CONTENT
         mode = self._mode
         if mode == _BETWEEN or (mode == _TURN and self._ended_last):
@@ -198,42 +173,72 @@ class StreamableParser:
         return states.HEADER
 
     @property
+    def state_data(self) -> dict[str, Any]:
+        """openai-harmony's ``state_data``, a dict of the same shape (openai-harmony's is its
+        Rust parser's state as JSON, parsed): ``{"state": "ExpectStart"}``; ``{"state":
+        "Header", "header_tokens": [...]}``, the header's tokens so far (after its
+        ``<|start|>``); or ``{"state": "Content", "header": {"author": {"role": ..., "name":
+        ...}, "recipient": ..., "channel": ..., "content_type": ...}, "content_tokens":
+        [...]}``, the message's header as the ``current_*`` properties give it (an author's
+        ``name`` only when it has one) and its body's tokens so far. The body's tokens are the
+        ones fed; openai-harmony's are its decoded body encoded again: the same text."""
+        state = self.state
+        states = self._oh.StreamState
+        if state is states.EXPECT_START:
+            return {"state": state.value}
+        since = self._tokens[self._from:]
+        if state is states.HEADER:
+            return {"state": state.value, "header_tokens": since}
+        callers = self._callers_body()
+        author = {"role": self.current_role.value}
+        if callers is not None and callers.name is not None:
+            author["name"] = callers.name
+        return {"state": state.value,
+                "header": {"author": author, "recipient": self.current_recipient,
+                           "channel": self.current_channel,
+                           "content_type": self.current_content_type},
+                "content_tokens": since}
+
+    @property
     def current_role(self) -> Any:
         roles = self._oh.Role
         if self._begin is not None:
             return roles.ASSISTANT
-        foreign = self._foreign
-        if foreign is not None and foreign.in_body:
-            return foreign.role
+        callers = self._callers_body()
+        if callers is not None:
+            return callers.role
         return roles.ASSISTANT if self._first_header and self._mode == _TURN else None
 
     @property
     def current_channel(self) -> str | None:
         if self._begin is not None:
             return self._begin.channel
-        foreign = self._foreign
-        return foreign.channel if foreign is not None and foreign.in_body else None
+        callers = self._callers_body()
+        return callers.header.channel if callers is not None else None
 
     @property
     def current_recipient(self) -> str | None:
         if self._begin is not None:
             return self._begin.recipient
-        foreign = self._foreign
-        return foreign.recipient if foreign is not None and foreign.in_body else None
+        callers = self._callers_body()
+        return callers.header.written_recipient if callers is not None else None
 
     @property
     def current_content_type(self) -> str | None:
         if self._begin is not None:
             return self._begin.content_type
-        foreign = self._foreign
-        return foreign.content_type if foreign is not None and foreign.in_body else None
+        callers = self._callers_body()
+        return callers.header.written_content_type if callers is not None else None
 
     @property
     def current_content(self) -> str:
+        """The current message's text so far (a character cut at the end waits for its other
+        bytes). Nothing is decoded again: a read joins what came since the last one to the
+        text, so it costs at most the new string's length (as any ``str`` answer must)."""
         if self._begin is not None:
-            return "".join(self._parts)
-        foreign = self._foreign
-        return foreign.text() if foreign is not None and foreign.in_body else ""
+            return _joined(self._parts)
+        callers = self._callers_body()
+        return _joined(callers.parts) if callers is not None else ""
 
     @property
     def last_content_delta(self) -> str | None:
@@ -272,24 +277,25 @@ class StreamableParser:
                 self._begin = event
                 self._parts = []
                 self._first_header = False
+                self._from = len(self._tokens)
             elif isinstance(event, MessageEnd):
                 begin = self._begin
                 if begin is not None:
-                    message = harmony_message(begin, "".join(self._parts))
+                    message = harmony_message(begin, _joined(self._parts))
                     if message is not None:
                         self._messages.append(message)
                 self._begin = None
                 self._parts = []
 
     def _decide(self, marker: int | None) -> None:
-        """A ``<|start|>`` was followed by a header up to its first marker: whose is it?"""
+        """A ``<|start|>`` was followed by a header up to its first marker: whose is it? The
+        model's when its role section names the assistant or nobody (or another ``<|start|>``
+        follows), else the caller's."""
         pending = self._pending
         self._pending = []
         upto = len(pending) - 1 if marker is not None else len(pending)
-        words = _decoded(self._pieces(pending[1:upto])).split()
-        role = words[0] if words else ""
-        if role == hm.ASSISTANT or role in hm.KNOWN_CHANNELS or role == "" or (
-                marker == hm.START):
+        role_section = _decoded(self._piece(t) for t in pending[1:upto])
+        if marker == hm.START or not role_forges(role_section, role_given=True):
             if self._after_call and self._turn is not None and not self._turn.closed:
                 self._feed(pending)  # the model went on after its call: the same turn
             else:
@@ -298,116 +304,132 @@ class StreamableParser:
             self._mode = _TURN
             self._after_call = False
         else:
-            self._foreign = _Foreign(self._oh, role, words[1:])
-            self._mode = _FOREIGN
+            self._callers = _Callers(role_section)
+            self._mode = _CALLERS
             if marker is not None:
-                self._foreign_token(pending[-1], marker, header_only=True)
+                self._callers_token(pending[-1], marker)
 
-    def _pieces(self, ids: list[int]) -> list[bytes]:
-        """The bytes of ordinary tokens (markers and unknown ids carry none)."""
+    def _piece(self, token: int) -> bytes:
+        """The bytes of an ordinary token (a marker or an unknown id carries none)."""
         table = self._table
-        out: list[bytes] = []
-        for token in ids:
-            entry = table[token] if 0 <= token < len(table) else None
-            if isinstance(entry, str):
-                out.append(entry.encode())
-            elif isinstance(entry, bytes):
-                out.append(entry)
-        return out
+        entry = table[token] if 0 <= token < len(table) else None
+        if entry.__class__ is str:
+            return entry.encode()
+        return entry if entry.__class__ is bytes else b""
 
     # -- a caller's message (a tool's result rendered back) ------------------------------------
 
-    def _foreign_token(self, token: int, marker: int | None, header_only: bool = False) -> None:
-        foreign = self._foreign
-        assert foreign is not None
+    def _callers_body(self) -> _Callers | None:
+        """The caller's message whose body is being read, if one is."""
+        callers = self._callers
+        return callers if callers is not None and callers.header is not None else None
+
+    def _callers_token(self, token: int, marker: int | None) -> None:
+        callers = self._callers
+        assert callers is not None
         if marker is None:
-            pieces = self._pieces([token])
-            if foreign.in_body:
-                before = foreign.text()
-                foreign.body += pieces
-                self._delta = foreign.text()[len(before):] or None
+            if callers.header is None:
+                callers.section.append(self._piece(token))
             else:
-                foreign.section += pieces
-        elif not foreign.in_body:
-            self._foreign_header_marker(foreign, token, marker)
-        elif not header_only:
-            self._foreign_body_marker(token, marker)
-
-    def _foreign_header_marker(self, foreign: _Foreign, token: int, marker: int) -> None:
-        if marker == hm.MESSAGE:
-            foreign.close_section()
-            foreign.in_body = True
-        elif marker == hm.CHANNEL or marker == hm.CONSTRAIN:
-            foreign.close_section()
-            foreign.kind = marker
-        elif marker == hm.START:  # a header without a body: drop it, start again
-            self._foreign = None
-            self._pending = [token]
-            self._mode = _PENDING
-        elif marker in (hm.END, *_STOPS):
-            self._foreign = None
-            self._mode = _BETWEEN
-
-    def _foreign_body_marker(self, token: int, marker: int) -> None:
-        if marker == hm.START:
-            self._foreign_done()
+                self._delta = callers.add(self._piece(token)) or None
+        elif callers.header is None:
+            self._callers_header_marker(callers, token, marker)
+        elif marker == hm.START:
+            self._callers_done()
             self._pending = [token]
             self._mode = _PENDING
         elif marker == hm.END or marker in _STOPS:
-            self._foreign_done()
+            self._callers_done()
         # any other marker inside a caller's body is ignored
 
-    def _foreign_done(self) -> None:
-        foreign = self._foreign
-        self._foreign = None
+    def _callers_header_marker(self, callers: _Callers, token: int, marker: int) -> None:
+        if marker == hm.MESSAGE:
+            callers.begin_body(self._oh.Role)
+            self._from = len(self._tokens)
+        elif marker == hm.CHANNEL or marker == hm.CONSTRAIN:
+            callers.next_section(marker)
+        elif marker == hm.START:  # a header without a body: drop it, start again
+            self._callers = None
+            self._pending = [token]
+            self._mode = _PENDING
+        elif marker == hm.END or marker in _STOPS:
+            self._callers = None
+            self._mode = _BETWEEN
+
+    def _callers_done(self) -> None:
+        callers = self._callers
+        self._callers = None
         self._mode = _BETWEEN
         self._after_call = False
         self._ended_last = True
-        if foreign is not None and foreign.in_body:
-            self._messages.append(foreign.message())
+        if callers is not None and callers.header is not None:
+            self._messages.append(callers.message())
 
 
-class _Foreign:
-    """A message the caller renders into the stream, read as openai-harmony reads it: the
-    author (a role, or a tool's name), ``to=`` recipient, channel and content type, and its
-    body up to ``<|end|>``."""
+class _Callers:
+    """A message the caller renders into the stream, read as openai-harmony reads it: its
+    header's sections (the role section, then one per ``<|channel|>`` or ``<|constrain|>``)
+    read by the core's header reader at ``<|message|>`` (the author: a role, or a tool's name;
+    the recipient as written, ``to=assistant`` included; channel; content type), then its body
+    up to ``<|end|>``, each byte decoded once, as it comes."""
 
-    __slots__ = ("role", "name", "recipient", "channel", "content_type", "kind",
-                 "section", "body", "in_body")
+    __slots__ = ("sections", "kind", "section", "header", "role", "name", "parts", "decoder")
 
-    def __init__(self, oh: Any, author: str, rest: list[str]) -> None:
-        roles = {r.value: r for r in oh.Role}
-        self.role = roles.get(author, oh.Role.TOOL)
-        self.name = None if author in roles else author
-        self.recipient: str | None = None
-        self.channel: str | None = None
-        self.content_type: str | None = None
-        self.kind = -1  # the section being read: the role section
-        self.section: list[bytes] = [" ".join(rest).encode()]
-        self.body: list[bytes] = []
-        self.in_body = False
+    def __init__(self, role_section: str) -> None:
+        self.sections: list[tuple[int, str]] = []  # the sections read
+        self.kind = ROLE  # the section being read: its marker, or ROLE
+        self.section = [role_section.encode()]  # its bytes so far
+        self.header: Header | None = None  # set when the body begins
+        self.role: Any = None
+        self.name: str | None = None
+        self.parts: list[str] = []  # the body's text so far (see _joined)
+        self.decoder: Any = None
 
-    def text(self) -> str:
-        """The body so far (a character cut at the end waits for its other bytes)."""
-        return b"".join(self.body).decode("utf-8", "ignore")
+    def next_section(self, marker: int) -> None:
+        self._close_section()
+        self.kind = marker
 
-    def close_section(self) -> None:
-        words = _decoded(self.section).split()
-        self.section = []
-        for i, word in enumerate(words):
-            if word.startswith(hm.RECIPIENT):
-                self.recipient = word[len(hm.RECIPIENT):] or None
-            elif self.kind == hm.CHANNEL and i == 0:
-                self.channel = word
-            elif self.kind == hm.CONSTRAIN and i == 0:
-                self.content_type = hm.constrained(word)
-            elif self.content_type is None and word in hm.CONTENT_TYPES:
-                self.content_type = word
+    def begin_body(self, roles: Any) -> None:
+        """``<|message|>``: read the header (``roles``: openai-harmony's ``Role``)."""
+        self._close_section()
+        header = self.header = parse_header(self.sections, role_given=True)
+        author = header.role or ""
+        known = {role.value: role for role in roles}
+        self.role = known.get(author, roles.TOOL)
+        self.name = None if author in known else author
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def add(self, piece: bytes) -> str:
+        """A body token's bytes; returns the text they complete."""
+        text = self.decoder.decode(piece)
+        if text:
+            self.parts.append(text)
+        return text
 
     def message(self) -> Any:
-        return _message(self.role, self.name, _decoded(self.body), self.channel, self.recipient,
-                        self.content_type)
+        """The ``openai_harmony.Message`` (a character cut at the end is replaced)."""
+        header = self.header
+        assert header is not None
+        tail = self.decoder.decode(b"", True)
+        if tail:
+            self.parts.append(tail)
+        return from_parts(self.role, self.name, _joined(self.parts), header.channel,
+                          header.written_recipient, header.written_content_type)
+
+    def _close_section(self) -> None:
+        self.sections.append((self.kind, _decoded(self.section)))
+        self.section = []
 
 
-def _decoded(pieces: list[bytes]) -> str:
+def _joined(parts: list[str]) -> str:
+    """The pieces of a body as one string, left joined in ``parts``: a later read joins the
+    string with what came since, never every piece again."""
+    if len(parts) == 1:
+        return parts[0]
+    text = "".join(parts)
+    parts[:] = [text]
+    return text
+
+
+def _decoded(pieces: Iterable[bytes]) -> str:
     return b"".join(pieces).decode("utf-8", "replace")

@@ -100,3 +100,16 @@ def test_cross_check_reports_a_different_message() -> None:
                             ["final"], 300)
     assert bad == 2  # both delta sizes
     assert sum("| lossy / core-ids | **DIFFERENT**: content |" in r for r in rows) == 2
+
+
+def test_the_drop_in_parsers_feedback_benchmark_prints_its_figures(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m benchmarks.compat_feedback`` at a tiny size: a figure per length and the
+    ratio (no timing judged), the tool's result kept whole (else the exit status is 1)."""
+    from benchmarks import compat_feedback
+
+    assert compat_feedback.main(["--lengths", "300,600", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    for n in (300, 600):
+        assert re.search(rf"result of {n} tokens fed back: {FIGURE} us/token", out), out
+    assert re.search(rf"600 / 300 per token {FIGURE}x$", out, re.M), out

@@ -2,14 +2,15 @@
 
 On well-formed output (conversations openai-harmony renders itself, and the contract cases it
 parses as valid Harmony) the drop-in, fed token by token, gives openai-harmony's messages and
-the same incremental view (state, current_*, last_content_delta) after every token: openai-
-harmony is the expectation. On malformed output it never raises and routes by the contract (the
-hand-written expectations of tests/contract_cases.py). The intended differences are each shown
-once, by hand.
+the same incremental view (state, state_data, current_*, last_content_delta) after every
+token: openai-harmony is the expectation. On malformed output it never raises and routes by
+the contract (the hand-written expectations of tests/contract_cases.py). The intended
+differences are each shown once, by hand.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 from typing import Any
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 from harmony_plugins.compat import StreamableParser
 from tests.contract_cases import CASES, Case
+from tests.oracles import token_bytes
 from tests.test_contract import ids_of
 
 oh = pytest.importorskip("openai_harmony")
@@ -33,9 +35,20 @@ def ids(text: str) -> list[int]:
 
 
 def view(parser: Any) -> tuple:
-    return (parser.state, parser.current_role, parser.current_channel,
+    return (parser.state, state_data(parser), parser.current_role, parser.current_channel,
             parser.current_recipient, parser.current_content_type, parser.current_content,
             parser.last_content_delta)
+
+
+def state_data(parser: Any) -> dict:
+    """``state_data``, a body's tokens as the text they complete: openai-harmony's are its
+    decoded body encoded again, the drop-in's the tokens fed (the same text; a character cut
+    at the end waits for its other bytes in both)."""
+    data = parser.state_data
+    if "content_tokens" in data:
+        body = b"".join(token_bytes()[t] for t in data["content_tokens"])
+        data = {**data, "content_tokens": codecs.getincrementaldecoder("utf-8")().decode(body)}
+    return data
 
 
 def run(parser: Any, tokens: list[int]) -> tuple[list[tuple], list[dict]]:
@@ -343,15 +356,15 @@ def test_a_function_named_python_is_called_as_a_function() -> None:
 def test_a_prompt_message_keeps_a_tool_results_author_and_no_other() -> None:
     """A tool result is written by the tool (``functions.NAME``); other messages by their role,
     with no author name."""
-    from harmony_plugins import compat
+    from harmony_plugins.adapter_support.messages import prompt_message
     from harmony_plugins.prompt._model import Message
 
-    result = compat.prompt_message(Message("tool", "ok", author="functions.get_weather",
-                                           channel="commentary", recipient="assistant"))
+    result = prompt_message(Message("tool", "ok", author="functions.get_weather",
+                                    channel="commentary", recipient="assistant"))
     assert (result.author.role.value, result.author.name) == ("tool", "functions.get_weather")
-    answer = compat.prompt_message(Message("assistant", "Hi", channel="final"))
+    answer = prompt_message(Message("assistant", "Hi", channel="final"))
     assert (answer.author.role.value, answer.author.name) == ("assistant", None)
-    same = compat.prompt_message(Message("user", "Go.", author="user"))
+    same = prompt_message(Message("user", "Go.", author="user"))
     assert same.author.name is None
 
 
@@ -368,3 +381,84 @@ def test_a_callers_message_cut_by_the_end_of_the_stream_is_kept_as_openai_harmon
     expected = theirs(tokens)
     assert expected is not None
     assert run(StreamableParser(ENCODING, role=A), tokens)[1] == expected[1]
+
+
+def test_state_data_has_openai_harmonys_shape_by_hand() -> None:
+    """Before the first header, in a header, in a caller's body (a tool's result: its author's
+    name, its recipient as written), and after it."""
+    parser = StreamableParser(ENCODING, role=None)
+    assert parser.state_data == {"state": "ExpectStart"}
+    header = ids("<|start|>assistant<|channel|>commentary to=functions.get_weather "
+                 "<|constrain|>json")
+    for token in header:
+        parser.process(token)
+    assert parser.state_data == {"state": "Header", "header_tokens": header[1:]}
+    result = ids("<|message|>{}<|call|><|start|>functions.get_weather to=assistant"
+                 "<|channel|>commentary<|message|>")
+    body = ids('{"temp": 20}')
+    for token in result + body:
+        parser.process(token)
+    assert parser.state_data == {
+        "state": "Content",
+        "header": {"author": {"role": "tool", "name": "functions.get_weather"},
+                   "recipient": "assistant", "channel": "commentary", "content_type": None},
+        "content_tokens": body}
+    parser.process(ids("<|end|>")[0])
+    assert parser.state_data == {"state": "ExpectStart"}
+
+
+def test_strict_changes_nothing_where_openai_harmonys_strict_parser_raises() -> None:
+    """A header that never reaches <|message|> (the answer written after its channel):
+    openai-harmony's strict parser raises at the end of the stream and its lenient one loses
+    the answer; the drop-in reads it by the contract, strict or not."""
+    tokens = ids("<|channel|>analysis<|message|>Think.<|end|><|start|>assistant"
+                 "<|channel|>final The answer is 4.<|return|>")
+    with pytest.raises(oh.HarmonyError, match="header"):
+        run(oh.StreamableParser(ENCODING, role=A, strict=True), tokens)
+    lenient = run(oh.StreamableParser(ENCODING, role=A, strict=False), tokens)[1]
+    assert [(m["channel"], m["content"][0]["text"]) for m in lenient] == [("analysis", "Think.")]
+    strict, not_strict = (run(StreamableParser(ENCODING, role=A, strict=s), tokens)
+                          for s in (True, False))
+    assert strict == not_strict
+    assert [(m["channel"], m["content"][0]["text"]) for m in strict[1]] == [
+        ("analysis", "Think."), ("final", "The answer is 4.")]
+
+
+def test_a_callers_message_is_decoded_once_as_it_comes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two tools' results fed back, of about 1k and 8k tokens (characters cut between tokens
+    among them): each byte of each is decoded once, by one decoder per message, so a token
+    costs the same whatever the result's length."""
+    unit = "Le café coûte 3 € — 数据分析 😀 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ok.\n"
+    unit_ids = ids(unit)
+    assert any(codecs.getincrementaldecoder("utf-8")().decode(token_bytes()[t]) == ""
+               for t in unit_ids)  # some token cuts a character
+    call = ids('<|channel|>commentary to=functions.get_weather<|message|>{}<|call|>')
+    result = ids("<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>")
+    repeats = [1024 // len(unit_ids), 8192 // len(unit_ids)]
+    tokens = []
+    for i, n in enumerate(repeats):
+        tokens += ([] if i == 0 else ids("<|start|>assistant")) + call + result
+        tokens += unit_ids * n + ids("<|end|>")
+    parser = StreamableParser(ENCODING, role=A)
+    decoded: list[list[int]] = []  # per decoder made: the bytes each decode call was given
+    utf8, lookup = codecs.getincrementaldecoder("utf-8"), codecs.getincrementaldecoder
+
+    class Counting(utf8):
+        def __init__(self, errors: str = "strict") -> None:
+            super().__init__(errors)
+            self.sizes: list[int] = []
+            decoded.append(self.sizes)
+
+        def decode(self, data: bytes, final: bool = False) -> str:
+            self.sizes.append(len(data))
+            return super().decode(data, final)
+
+    monkeypatch.setattr(codecs, "getincrementaldecoder",
+                        lambda name: Counting if codecs.lookup(name).name == "utf-8"
+                        else lookup(name))
+    for token in tokens:
+        parser.process(token)
+    parser.process_eos()
+    assert [sum(sizes) for sizes in decoded] == [len((unit * n).encode()) for n in repeats]
+    assert [m.content[0].text for m in parser.messages if m.author.role == oh.Role.TOOL] == [
+        unit * n for n in repeats]

@@ -13,8 +13,9 @@ For each:
   list, and the two responses have the same status;
 * no view holds an item with no text or arguments at all: an empty Harmony message (a header
   and ``<|message|>`` with no body) gets an item in neither view (the core drops it,
-  ``harmony_plugins.compat.harmony_message``; a call's empty body is ``{}``), also checked on
-  hand-written outputs (:data:`EMPTY_MESSAGES`, issue 24's among them);
+  ``harmony_plugins.adapter_support.messages.harmony_message``; a call's empty body is
+  ``{}``), also checked on hand-written outputs (:data:`EMPTY_MESSAGES`, issue 24's among
+  them);
 * a contract case's items are its hand-written routing, one item per Harmony message
   (:data:`ITEMS` where a case has more than one message of a kind, or a preamble; else one
   item per kind present), never what the parser under test says.
