@@ -88,7 +88,7 @@ def render_page(rendered: dict[str, dict[str, str]]) -> str:
         "`<|end|>` is a control token; `<\\|end\\|>` is the same spelling as ordinary text tokens.",
         "",
         "*After*: `--tool-call-parser harmony-ext --reasoning-parser harmony-ext` on a gpt-oss",
-        "model: harmony-ext renders the prompt with `openai_harmony` (`sglang_ext/history.py`).",
+        "model: harmony-ext renders the prompt with `openai_harmony` (`sglang_ext/prompt.py`).",
         "The tests hold it to a rendering written by hand from contract section 8, token by",
         "token. Calls use gpt-oss's canonical header (as vLLM 0.32/0.33 render it too):",
         "",

@@ -12,7 +12,7 @@ contract's ``functions.NAME`` to ``assistant`` on ``commentary``), an assistant 
 wrote (an empty analysis message for a reasoning item with no text).
 
 With a ``harmony-ext`` parser selected (the test :func:`sglang_ext.responses.active` makes),
-two hooks hand that conversion to the core (:func:`harmony_plugins.item_messages`):
+two hooks hand that conversion to the core (:func:`harmony_plugins.round_trip_plan`):
 
 * AROUND ``_construct_input_messages_with_harmony``: the request's input items are read by the
   core once (a message's channel depends on the items after it; a call's name is found from
@@ -39,10 +39,11 @@ import contextvars
 import inspect
 import logging
 import pkgutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from harmony_plugins import NotRenderable, compat, harmony, item_messages
+from harmony_plugins import NotRenderable, round_trip_plan
+from harmony_plugins.adapter_support.messages import prompt_message
 from harmony_plugins.adapter_support.once import Once
 
 from .responses import active
@@ -52,19 +53,18 @@ logger = logging.getLogger("sglang_ext")
 SERVING = "sglang.srt.entrypoints.openai.serving_responses"
 CONSTRUCT = f"{SERVING}.OpenAIServingResponses._construct_input_messages_with_harmony"
 CONVERT = f"{SERVING}.parse_response_input"
-ROUND_TRIPPED = frozenset({"reasoning", "function_call", "function_call_output"})
-"""Input item types the core renders on SGLang (and assistant ``message`` items)."""
 
 _once = Once(logger)
 _SKIP = object()  # an item the core renders as nothing: taken out of SGLang's list
 
 
 class _Plan:
-    """One request's items and the core's message for each (None: nothing), in order."""
+    """One request's items, the core's message for those it renders, by index (None:
+    nothing), and the index of the item SGLang converts next."""
 
     __slots__ = ("items", "messages", "next")
 
-    def __init__(self, items: Sequence[Any], messages: Sequence[Any]) -> None:
+    def __init__(self, items: Sequence[Any], messages: Mapping[int, Any]) -> None:
         self.items, self.messages, self.next = items, messages, 0
 
 
@@ -73,31 +73,20 @@ _plan: contextvars.ContextVar[_Plan | None] = contextvars.ContextVar(
 """While SGLang converts one request's input items: the core's reading of them."""
 
 
-def planned(request: Any, prev_response: Any) -> _Plan | None:
+def _read(request: Any, prev_response: Any) -> _Plan | None:
     """The core's reading of a request's input items, or None where SGLang converts them."""
     items = getattr(request, "input", None)
-    if not isinstance(items, list) or not items:
-        return None  # a string input: SGLang's user message
-    previous = list(getattr(prev_response, "output", None) or ()) if prev_response else []
+    previous = getattr(prev_response, "output", None) if prev_response else None
     try:
-        messages = item_messages(items, previous)
+        plan = round_trip_plan(items, previous)
     except NotRenderable as e:
         _once(f"items fallback:{e.kind}", logging.INFO, "harmony-ext: %s; the input items of "
               "such Responses requests are converted by SGLang, not harmony-ext", e)
         return None
-    return _Plan(items, [compat.prompt_message(m) if m is not None else None
-                         for m in messages])
-
-
-def round_trips(item: Any) -> bool:
-    """Whether an input item is one the model wrote or a tool answered."""
-    def get(name: str) -> Any:
-        return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
-
-    kind = get("type")
-    if kind in ROUND_TRIPPED:
-        return True
-    return kind in (None, "message") and get("role") == harmony.ASSISTANT
+    if plan is None:
+        return None  # a string input: SGLang's user message
+    return _Plan(items, {i: None if m is None else prompt_message(m)
+                         for i, m in plan.items()})
 
 
 # -- the hooks -------------------------------------------------------------------------------
@@ -106,7 +95,7 @@ def round_trips(item: Any) -> bool:
 def read_items(original: Callable[..., Any], self: Any, request: Any, prev_response: Any = None,
                *args: Any, **kwargs: Any) -> Any:
     """AROUND ``OpenAIServingResponses._construct_input_messages_with_harmony``."""
-    plan = planned(request, prev_response) if active(self) else None
+    plan = _read(request, prev_response) if active(self) else None
     if plan is None:
         return original(self, request, prev_response, *args, **kwargs)
     token = _plan.set(plan)
@@ -125,10 +114,11 @@ def convert_item(original: Callable[..., Any], response_msg: Any, *args: Any,
     plan = _plan.get()
     if plan is None or plan.next >= len(plan.items) or plan.items[plan.next] is not response_msg:
         return original(response_msg, *args, **kwargs)
-    message = plan.messages[plan.next]
+    index = plan.next
     plan.next += 1
-    if not round_trips(response_msg):
+    if index not in plan.messages:  # a user, system or developer item: SGLang's
         return original(response_msg, *args, **kwargs)
+    message = plan.messages[index]
     return _SKIP if message is None else message
 
 

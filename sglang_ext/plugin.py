@@ -16,12 +16,12 @@ What it installs (docs/sglang.md, "Internals", has the why of each):
 * AFTER ``DetokenizerManager.init_running_status``: keep the call stop token in the text
   for ``harmony-ext`` as SGLang does for ``gpt-oss`` (a call cut without it is accepted anyway);
 * AROUND ``OpenAIServingChat._render_and_encode_chat_template``: control-token spellings in
-  message text are tokenized as text (:mod:`sglang_ext.prompt`);
+  message text are tokenized as text (:mod:`sglang_ext.escaping`);
 * AFTER ``prepare_server_args``: with a ``harmony-ext`` parser selected, warn when the
   server will not use it: ``SGLANG_RUST_SERVER`` on (the Rust server parses the output itself),
   or several tokenizer workers on an SGLang whose workers cannot load plugins (0.5.22);
 * AROUND ``OpenAIServingChat._apply_jinja_template``: gpt-oss prompts are rendered with
-  ``openai_harmony``, the history as the model wrote it (:mod:`sglang_ext.history`), and
+  ``openai_harmony``, the history as the model wrote it (:mod:`sglang_ext.prompt`), and
   AROUND ``OpenAIServingChat.handle_request``: a message's ``reasoning`` key is kept;
 * AROUND ``OpenAIServingResponses.create_responses``, the Harmony contexts' parser factory and
   their ``append_output``: ``/v1/responses`` on gpt-oss parsed by harmony-ext's drop-in for
@@ -32,8 +32,9 @@ What it installs (docs/sglang.md, "Internals", has the why of each):
 * ``SGLANG_HTTP_SERVER_APP_PATH`` (when unset): tokenizer workers (``--tokenizer-worker-num``
   > 1) do not load plugins, so they import :mod:`sglang_ext.http_app`, which does.
 
-SGLang without plugin support: ``python -m sglang_ext.launch_server`` registers, then runs SGLang's
-own launcher.
+SGLang older than 0.5.22 (no ``HookRegistry``) is refused with one error line. On 0.5.22, whose
+tokenizer workers cannot be pointed at another app, ``python -m sglang_ext.launch_server``
+registers, then runs SGLang's own launcher (the workers re-import it).
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harmony_plugins.adapter_support import hooks
 from harmony_plugins.adapter_support.versions import release
 
 from .names import NAME, selected_parser, status
@@ -86,8 +86,11 @@ def sglang_version() -> str:
         return getattr(sglang, "__version__", "unknown")
 
 
-def check_sglang() -> str | None:
-    """What this SGLang lacks for the parsers to work, or None."""
+def check_sglang(version: str) -> str | None:
+    """What this SGLang lacks for the parsers to work, or None. Releases before 0.5.22 have
+    no ``HookRegistry`` to install the hooks with, and no test tier runs them: refused."""
+    if release(version) and release(version) < MIN_VERSION:
+        return "older than the oldest release harmony-ext supports"
     try:
         from sglang.srt.function_call.base_format_detector import BaseFormatDetector
         from sglang.srt.function_call.function_call_parser import FunctionCallParser
@@ -97,6 +100,11 @@ def check_sglang() -> str | None:
         )
     except ImportError as e:
         return f"cannot import SGLang's parser registries ({e})"
+    try:
+        from sglang.srt.plugins import load_plugins  # noqa: F401
+        from sglang.srt.plugins.hook_registry import HookRegistry, HookType  # noqa: F401
+    except ImportError as e:
+        return f"cannot import SGLang's plugin loader and HookRegistry ({e})"
     if not isinstance(getattr(FunctionCallParser, "ToolCallParserEnum", None), dict):
         return "FunctionCallParser.ToolCallParserEnum is not a dict"
     if not isinstance(getattr(ReasoningParser, "DetectorMap", None), dict):
@@ -122,7 +130,7 @@ def register() -> None:
         logger.debug("harmony-ext: already registered in this process")
         return
     version = sglang_version()
-    problem = check_sglang()
+    problem = check_sglang(version)
     if problem:
         status["enabled"] = f"no: {problem}"
         logger.error("harmony-ext: not enabled on SGLang %s: %s. The parser name %r is not "
@@ -130,10 +138,6 @@ def register() -> None:
                      ".".join(map(str, MIN_VERSION)))
         return
     _registered = True
-    if release(version) < MIN_VERSION:
-        logger.warning("harmony-ext: SGLang %s is older than %s, which was never tested; its "
-                       "hook points exist, so harmony-ext is enabled anyway.", version,
-                       ".".join(map(str, MIN_VERSION)))
     register_names()
     status["enabled"] = f"yes, SGLang {version}"
     hooks = install_hooks()
@@ -258,9 +262,9 @@ def _positional(args: tuple[Any, ...], target: str, name: str) -> Any:
 
 def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]:
     """(what, target, hook, kind, why missing) for each hook."""
-    from .history import HANDLE, apply_template, carry_reasoning
-    from .history import TARGET as APPLY_TEMPLATE
-    from .prompt import render_and_encode
+    from .escaping import render_and_encode
+    from .prompt import HANDLE, apply_template, carry_reasoning
+    from .prompt import TARGET as APPLY_TEMPLATE
 
     points = [
         ("tools to the reasoning parse", REASONING_INIT, bind_reasoning_request, "AFTER"),
@@ -313,12 +317,14 @@ def _missing(target: str) -> str | None:
     return None
 
 
+_given: set[tuple[str, Callable[..., Any]]] = set()
+"""(target, hook) pairs handed to HookRegistry by this process, which keeps duplicates."""
+
+
 def install_hooks() -> dict[str, str]:
-    """Register the hooks with SGLang's HookRegistry (applied by load_plugins), or patch."""
-    try:
-        from sglang.srt.plugins.hook_registry import HookRegistry, HookType
-    except ImportError:
-        HookRegistry = HookType = None
+    """Register the hooks with SGLang's HookRegistry (applied by load_plugins), once each."""
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType
+
     done: dict[str, str] = {}
     for what, target, hook, kind, missing in _hook_points():
         if missing:
@@ -326,37 +332,11 @@ def install_hooks() -> dict[str, str]:
                 logger.warning("harmony-ext: hook %r not installed: %s", what, missing)
             done[what] = f"off ({missing})"
             continue
-        if HookRegistry is not None:
-            registered = HookRegistry._hooks.get(target, []) if hasattr(
-                HookRegistry, "_hooks") else []
-            if not any(h is hook for _, h, _ in registered):
-                HookRegistry.register(target, hook, getattr(HookType, kind))
-            done[what] = "on"
-        else:
-            _patch(target, hook, kind)
-            done[what] = "on (patched directly)"
+        if (target, hook) not in _given:
+            HookRegistry.register(target, hook, getattr(HookType, kind))
+            _given.add((target, hook))
+        done[what] = "on"
     return done
-
-
-def _patch(target: str, hook: Callable[..., Any], kind: str) -> None:
-    """Wrap ``target`` in place (SGLang without HookRegistry); once per process."""
-    owner_path, attr = target.rsplit(".", 1)
-
-    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
-        if kind == "AFTER":
-            @functools.wraps(original)
-            def after(*args: Any, **kwargs: Any) -> Any:
-                result = original(*args, **kwargs)
-                hook(result, *args, **kwargs)
-                return result
-            return after
-
-        @functools.wraps(original)
-        def around(*args: Any, **kwargs: Any) -> Any:
-            return hook(original, *args, **kwargs)
-        return around
-
-    hooks.wrap_once(pkgutil.resolve_name(owner_path), attr, wrap)
 
 
 def point_workers_at_our_app() -> str:
@@ -381,12 +361,10 @@ def point_workers_at_our_app() -> str:
 
 
 def ensure_loaded() -> None:
-    """Register through SGLang's plugin loader where it exists (all plugins, hooks applied)."""
-    try:
-        from sglang.srt.plugins import load_plugins
-    except ImportError:
-        register()
-        return
+    """Register through SGLang's plugin loader (all plugins, hooks applied), and ourselves
+    where the loader skipped us."""
+    from sglang.srt.plugins import load_plugins
+
     load_plugins()
     if not _registered:  # our entry point is filtered out or not installed
         register()

@@ -1,92 +1,138 @@
-"""Prompt side: a control-token spelling in message text reaches the model as text.
+"""Prompt side on SGLang: a gpt-oss conversation is rendered as Harmony, not by the chat template.
 
-SGLang renders chat prompts with the Hugging Face chat template to one string and tokenizes it,
-so a user writing a control token's spelling (in a message or a tool result) puts the real control
-token into the prompt: the user can forge turns, and the model sees markup that was never there
-(docs/sglang-prompt-side.md). ``openai_harmony``, which vLLM uses, encodes message text as
-ordinary tokens; this does the same for SGLang's chat path.
-
-:func:`render_and_encode` wraps ``OpenAIServingChat._render_and_encode_chat_template`` (AROUND
-hook, installed by :mod:`sglang_ext.plugin`) and acts only when a ``harmony-ext`` parser is
-selected and some message or tool text spells a special token. Then the core's escaper
-(:func:`harmony_plugins.escaper_for`) replaces every such spelling by a placeholder before
-rendering; the template's own markers become their token ids, and the text between them, with the
-spellings put back, is tokenized as plain text. Without spellings in the input the original code
-runs untouched (and its prompt cache with it).
+SGLang renders chat prompts with the model's Hugging Face chat template, which for gpt-oss loses
+the analysis sent back, renders a preamble as analysis and re-serialises call arguments, so the
+model reads a turn it never wrote (contract section 8). :func:`apply_template` wraps
+``OpenAIServingChat._apply_jinja_template`` (the last point where the client's messages are as
+sent) and, with a ``harmony-ext`` parser on a gpt-oss model, hands the prompt ids of the core's
+rendering (:func:`harmony_plugins.chat_prompt_ids`, what ``harmony-ext render --ids`` prints)
+to SGLang instead. The tools listed are the request's own: SGLang passes its template only the
+function a named ``tool_choice`` names, where the contract (section 8) lists every declared
+function, as vLLM does. What that rendering cannot represent goes to SGLang's own path, with
+one log line per reason; ``HARMONY_EXT_CHAT_TEMPLATE=1`` keeps SGLang's rendering for every
+request.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
+import json
 import logging
-import secrets
+import os
 from collections.abc import Callable
 from typing import Any
 
-from harmony_plugins import escaper_for
+from harmony_plugins import MissingExtra, NotRenderable, chat_prompt_ids, switch
 from harmony_plugins.adapter_support.once import Once
+from harmony_plugins.adapter_support.vocabulary import load_openai_harmony
 
 from .names import NAME
 
 logger = logging.getLogger("sglang_ext")
 
+TARGET = "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat._apply_jinja_template"
+HANDLE = "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat.handle_request"
+OPT_OUT = "HARMONY_EXT_CHAT_TEMPLATE"
+
+Unsupported = NotRenderable
 once = Once(logger)
 
 
-def _once(key: str, message: str, *args: Any) -> None:
-    once(key, logging.INFO, message, *args)
+def active(serving: Any) -> bool:
+    """A harmony-ext parser is selected, the model is gpt-oss, and the user did not opt out."""
+    return (NAME in (getattr(serving, "tool_call_parser", None),
+                     getattr(serving, "reasoning_parser", None))
+            and getattr(serving, "is_gpt_oss", False) is True
+            and not switch(os.environ.get(OPT_OUT)))
 
 
-def render_and_encode(original: Callable[..., Any], self: Any, *args: Any,
-                      **kwargs: Any) -> Any:
-    """AROUND hook on ``OpenAIServingChat._render_and_encode_chat_template``."""
-    if NAME not in (getattr(self, "tool_call_parser", None),
-                    getattr(self, "reasoning_parser", None)):
+def apply_template(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
+    """AROUND hook on ``OpenAIServingChat._apply_jinja_template``."""
+    if not active(self):
         return original(self, *args, **kwargs)
     try:
         bound = inspect.signature(original).bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        a = bound.arguments
-        messages, tools = a["messages"], a.get("tools")
-        template_kwargs = a.get("template_kwargs") or {}
-        encode_kwargs = a.get("encode_kwargs") or {}
-        add_generation_prompt = a.get("add_generation_prompt", True)
-        tokenizer = self.tokenizer_manager.tokenizer
-    except Exception:  # a signature we do not know: leave the prompt to SGLang
-        _once("signature", "harmony-ext: unknown _render_and_encode_chat_template signature; "
-              "control-token spellings in messages are left to SGLang")
+        request = bound.arguments["request"]
+        is_multimodal = bound.arguments.get("is_multimodal", False)
+    except (TypeError, KeyError):
+        once("signature", logging.INFO,
+             "harmony-ext: unknown _apply_jinja_template signature; gpt-oss "
+             "prompts are rendered by SGLang's chat template")
         return original(self, *args, **kwargs)
-    guard = escaper_for(tokenizer)
-    if guard is None:
+    try:
+        if getattr(self, "chat_encoding_spec", None) is not None or getattr(
+                self, "_encoding_adapter", None) is not None:
+            raise Unsupported("SGLang uses its own chat encoder for this model")
+        if is_multimodal:
+            raise Unsupported("the model is served as multimodal")
+        ids = render_request(request)
+    except Unsupported as e:
+        once(f"fallback:{e.kind}", logging.INFO,
+             "harmony-ext: %s; such requests are rendered by SGLang's chat "
+             "template instead of openai_harmony", e)
         return original(self, *args, **kwargs)
-    nonce = secrets.token_hex(8)
-    found: list[str] = []
-    escaped_messages = guard.escape(messages, found, nonce)
-    escaped_tools = guard.escape(tools, found, nonce)
-    if not found:
-        return original(self, *args, **kwargs)
-    if (getattr(self.template_manager, "python_chat_template", None) is not None
-            or getattr(self, "_prompt_text_round_trip_is_lossy", False)
-            or (encode_kwargs.get("add_special_tokens")
-                and tokenizer.encode("", add_special_tokens=True))):
-        _once("path", "harmony-ext: this chat template path is not covered; control-token "
-              "spellings in messages are left to SGLang")
-        return original(self, *args, **kwargs)
-    rendered = tokenizer.apply_chat_template(
-        escaped_messages,
-        tokenize=False,
-        add_generation_prompt=add_generation_prompt,
-        tools=escaped_tools,
-        return_dict=False,
-        **template_kwargs,
-    )
-    ids = guard.encode(rendered, found, nonce, functools.partial(
-        tokenizer.encode, add_special_tokens=False, split_special_tokens=True))
-    if ids is None:
-        _once("mangled", "harmony-ext: the chat template altered message text; control-token "
-              "spellings in messages are left to SGLang")
-        return original(self, *args, **kwargs)
-    logger.debug("harmony-ext: %d control-token spelling(s) in message text encoded as text",
-                 len(found))
-    return ids, None
+    once("active", logging.INFO,
+         "harmony-ext: rendering gpt-oss chat prompts itself with openai_harmony "
+         "(chain of thought, preamble, calls in the order the model wrote them; arguments "
+         "verbatim), not with the chat template; set %s=1 to keep the template", OPT_OUT)
+    from sglang.srt.entrypoints.openai.protocol import MessageProcessingResult
+
+    return MessageProcessingResult(prompt="", prompt_ids=ids, image_data=None, audio_data=None,
+                                   video_data=None, modalities=[], stop=request.stop)
+
+
+async def carry_reasoning(original: Callable[..., Any], self: Any, request: Any, *args: Any,
+                          **kwargs: Any) -> Any:
+    """AROUND hook on ``OpenAIServingChat.handle_request``: keep a message's ``reasoning``.
+
+    SGLang's message model knows ``reasoning_content`` only and drops a ``reasoning`` key while
+    validating the request, before any plugin code runs; the raw body still has it.
+    """
+    raw_request = args[0] if args else kwargs.get("raw_request")
+    if raw_request is not None and active(self):
+        try:
+            await copy_reasoning(request, raw_request)
+        except Exception as e:  # an unreadable body: the request goes on as SGLang read it
+            once("raw body", logging.INFO,
+                 "harmony-ext: cannot read the raw chat request (%s: %s); a "
+                 "message's 'reasoning' key is dropped by SGLang", type(e).__name__, e)
+    return await original(self, request, *args, **kwargs)
+
+
+async def copy_reasoning(request: Any, raw_request: Any) -> None:
+    """Set ``reasoning_content`` from the raw body's ``reasoning`` where SGLang dropped it."""
+    messages = getattr(request, "messages", None) or []
+    if not any(getattr(m, "role", None) == "assistant"
+               and not getattr(m, "reasoning_content", None) for m in messages):
+        return
+    body = await raw_request.body()
+    if b'"reasoning"' not in body:
+        return
+    raw_messages = json.loads(body).get("messages")
+    if not isinstance(raw_messages, list) or len(raw_messages) != len(messages):
+        return
+    for message, raw in zip(messages, raw_messages, strict=True):
+        reasoning = raw.get("reasoning") if isinstance(raw, dict) else None
+        if (getattr(message, "role", None) == "assistant" and isinstance(reasoning, str)
+                and reasoning and not getattr(message, "reasoning_content", None)):
+            message.reasoning_content = reasoning
+
+
+def render_request(request: Any) -> list[int]:
+    """Prompt token ids for a ``ChatCompletionRequest`` (or a dict of one): the core's."""
+    _encoding_ready()
+    try:
+        return chat_prompt_ids(request)
+    except MissingExtra as e:
+        raise Unsupported(str(e), kind="encoding") from None
+
+
+_ready = False
+
+
+def _encoding_ready() -> None:
+    """openai-harmony 0.0.8 (SGLang's) downloads its vocabulary: offline, write it once."""
+    global _ready
+    if not _ready:
+        _ready = True
+        load_openai_harmony(logger)

@@ -1,6 +1,8 @@
 """Contract section 8 (v4) in the core: Responses items as the model wrote them.
 
-:func:`harmony_plugins.item_messages` and :func:`harmony_plugins.phase_of` without an engine.
+:func:`harmony_plugins.item_messages`, :func:`harmony_plugins.phase_of` and
+:func:`harmony_plugins.round_trip_plan` (which items both engines take from the core) without
+an engine.
 Each expected rendering is written out by hand from the contract, markers spelled: a preamble
 on ``commentary`` when its ``phase`` says so or a call of the same turn follows it, reasoning
 carried through a tool turn and dropped after a final answer, calls verbatim in the one call
@@ -14,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from harmony_plugins import NotRenderable, item_messages, phase_of
+from harmony_plugins import NotRenderable, item_messages, phase_of, round_trip_plan
 from harmony_plugins.prompt import _model as model
+from harmony_plugins.prompt._items import round_trips
 
 USER_TEXT = "What is the weather in Paris?"
 PARIS = '{"city":"Paris"}'
@@ -197,3 +200,62 @@ def test_what_a_harmony_prompt_cannot_hold_is_refused(items: list[Any], reason: 
 ])
 def test_the_phase_of_a_message(channel: str, recipient: str | None, phase: str | None) -> None:
     assert phase_of(channel, recipient) == phase
+
+
+# -- which items an engine takes from the core -------------------------------------------
+
+
+@pytest.mark.parametrize(("item", "taken"), [
+    (user(), False),
+    ({"role": "developer", "content": "Be brief."}, False),
+    ({"type": "message", "role": "system", "content": "Be brief."}, False),
+    (message("Checking now."), True),
+    ({"role": "assistant", "content": "Checking now."}, True),  # no type: a message
+    (reasoning("Need weather."), True),
+    (function_call("call_1", "get_weather", PARIS), True),
+    (output("call_1", "It is sunny."), True),
+    ({"type": "web_search_call", "id": "ws_1"}, False),
+    (SimpleNamespace(type="function_call_output", call_id="call_1", output="ok"), True),
+    (SimpleNamespace(type="message", role="user", content=USER_TEXT), False),
+])
+def test_an_item_round_trips_when_the_model_wrote_it_or_a_tool_answered(item: Any,
+                                                                       taken: bool) -> None:
+    assert round_trips(item) is taken
+
+
+def alone(message: model.Message | None) -> str | None:
+    """One planned message, spelled as the prompt it alone would render."""
+    return None if message is None else model.spelled(model.prompt_pieces([message]))
+
+
+def test_the_plan_holds_the_cores_message_for_each_round_tripped_item_by_index() -> None:
+    items = [user(), *AGENT_TURN, output("call_1", "It is sunny."),
+             {"role": "developer", "content": "Be brief."}]
+    plan = round_trip_plan(items)
+    assert plan is not None
+    assert {i: alone(m) for i, m in plan.items()} == {
+        1: R_ANALYSIS + NEXT, 2: R_PREAMBLE + NEXT, 3: R_CALL + NEXT, 4: R_RESULT + NEXT}
+
+
+def test_the_plan_says_none_for_an_item_that_renders_nothing() -> None:
+    items = [user(), reasoning("Need weather."), message("Sunny in Paris.")]
+    plan = round_trip_plan(items)
+    assert plan is not None
+    assert {i: alone(m) for i, m in plan.items()} == {
+        1: None,
+        2: "<|start|>assistant<|channel|>final<|message|>Sunny in Paris.<|end|>" + NEXT}
+
+
+def test_the_plan_names_a_call_output_from_the_previous_response() -> None:
+    stored = [SimpleNamespace(**item) for item in AGENT_TURN]
+    plan = round_trip_plan([output("call_1", "It is sunny.")], stored)
+    assert plan is not None
+    assert {i: alone(m) for i, m in plan.items()} == {0: R_RESULT + NEXT}
+    with pytest.raises(NotRenderable) as raised:
+        round_trip_plan([output("call_1", "It is sunny.")], None)
+    assert raised.value.kind == "call_id"
+
+
+@pytest.mark.parametrize("items", [USER_TEXT, [], None])
+def test_no_plan_without_a_list_of_items(items: Any) -> None:
+    assert round_trip_plan(items) is None

@@ -13,7 +13,7 @@ as if the turn were answered. With a ``harmony-ext`` parser selected, two hooks 
   (``emit_content_delta_events``, ``emit_previous_item_done_events``). vLLM's own functions
   build the items; the hooks only set the field, on the names vLLM's serving module calls.
 - **in**: the input items of a request are read by the core
-  (:func:`harmony_plugins.item_messages`): ``OnlineRenderer._render_responses_with_harmony``
+  (:func:`harmony_plugins.round_trip_plan`): ``OnlineRenderer._render_responses_with_harmony``
   hands the whole list to the core once (a message's channel depends on the items after it),
   and vLLM's per-item conversion (``response_input_to_harmony``, called by that method) returns
   the core's message for each item the model wrote or a tool answered (assistant messages,
@@ -41,8 +41,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harmony_plugins import NotRenderable, compat, harmony, item_messages, phase_of
+from harmony_plugins import NotRenderable, harmony, phase_of, round_trip_plan
 from harmony_plugins.adapter_support import hooks
+from harmony_plugins.adapter_support.messages import prompt_message
 from harmony_plugins.adapter_support.once import Once
 
 logger = logging.getLogger("vllm.harmony_ext")
@@ -56,9 +57,6 @@ OUTPUT_HOOKS = {  # the serving module's name -> the parameter holding the Harmo
     "emit_content_delta_events": "segment",
     "emit_previous_item_done_events": "previous_item",
 }
-ROUND_TRIPPED = frozenset({"reasoning", "function_call", "function_call_output"})
-"""Input item types the core renders on vLLM (and assistant ``message`` items)."""
-
 _once = Once(logger)
 _active = False
 _plan: contextvars.ContextVar[Mapping[int, Any] | None] = contextvars.ContextVar(
@@ -145,7 +143,7 @@ def _render_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def render_responses_with_harmony(self: Any, request: Any, *args: Any,
                                       **kwargs: Any) -> Any:
-        plan = planned(request, kwargs.get("previous_response_outputs")) if _active else None
+        plan = _read(request, kwargs.get("previous_response_outputs")) if _active else None
         if plan is None:
             return original(self, request, *args, **kwargs)
         token = _plan.set(plan)
@@ -157,29 +155,20 @@ def _render_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
     return render_responses_with_harmony
 
 
-def planned(request: Any, previous: Any) -> dict[int, Any] | None:
+def _read(request: Any, previous: Any) -> dict[int, Any] | None:
     """The core's Harmony message (or None: render nothing) for each input item it renders,
     by the item's id; None where vLLM converts the items itself."""
     items = getattr(request, "input", None)
-    if not isinstance(items, list) or not items:
-        return None
     try:
-        messages = item_messages(items, previous or ())
+        plan = round_trip_plan(items, previous)
     except NotRenderable as e:
         _once(f"fallback:{e.kind}", logging.INFO, "harmony-ext: %s; the input items of such "
               "Responses requests are converted by vLLM, not harmony-ext", e)
         return None
-    return {id(item): None if message is None else compat.prompt_message(message)
-            for item, message in zip(items, messages, strict=True) if round_trips(item)}
-
-
-def round_trips(item: Any) -> bool:
-    """Whether an input item is one the model wrote or a tool answered."""
-    get = item.get if isinstance(item, dict) else functools.partial(getattr, item)
-    kind = get("type", None)
-    if kind in ROUND_TRIPPED:
-        return True
-    return kind in (None, "message") and get("role", None) == harmony.ASSISTANT
+    if plan is None:
+        return None
+    return {id(items[i]): None if message is None else prompt_message(message)
+            for i, message in plan.items()}
 
 
 def _convert_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:

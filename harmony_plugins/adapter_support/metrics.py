@@ -12,7 +12,9 @@ a :class:`Counting` observer, which also writes the contract's one log line per 
 needed a recovery (and a warning for suspected leaks): the core logs nothing, so the line is
 written here, in the adapter's logger. ``unchecked`` calls (a schema was declared but could not
 be applied) are counted as ``surfaced`` (``rules.outcome_label``: the contract's label set is
-closed); a warning says so once per process.
+closed); a warning says so once per process. SGLang's adapter also counts, apart, the broken
+links between its two detectors (:func:`count_link_error`): an error of the glue, not of the
+model's output.
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ RESPONSES = "harmony_ext_responses"
 RECOVERIES = "harmony_ext_recoveries"
 TOOL_CALLS = "harmony_ext_tool_calls"
 LEAKS = "harmony_ext_leaks_suspected"
+LINK_ERRORS = "harmony_ext_link_errors"
 """Metric names without prometheus_client's ``_total`` suffix (it adds it to counters)."""
 
 _lock = threading.Lock()
 _counters: tuple[Any, Any, Any, Any] | None = None
 _problem: str | None = None
+_link_errors: Any = None
 
 
 def counters(log: logging.Logger) -> tuple[Any, Any, Any, Any] | None:
@@ -62,6 +66,27 @@ def counters(log: logging.Logger) -> tuple[Any, Any, Any, Any] | None:
             Counter(LEAKS, "Visible text flagged as holding Harmony markup"),
         )
         return _counters
+
+
+def count_link_error(kind: str, log: logging.Logger) -> None:
+    """Count one broken link between SGLang's two detectors (``kind``: ``missing`` or
+    ``changed``, :mod:`sglang_ext.link`). Its counter is created on the first error, as the
+    others on the first response, so that a server without any shows none. Never raises."""
+    global _link_errors
+    try:
+        if _link_errors is None:
+            if counters(log) is None:  # no prometheus_client: said once already
+                return
+            with _lock:
+                if _link_errors is None:
+                    from prometheus_client import Counter
+
+                    _link_errors = Counter(
+                        LINK_ERRORS, "Broken links between SGLang's two harmony-ext detectors",
+                        ["kind"])
+        _link_errors.labels(kind=kind).inc()
+    except Exception:
+        log.exception("harmony-ext: counting a broken detector link failed")
 
 
 class Counting:

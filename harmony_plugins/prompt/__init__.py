@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from ._escaping import Escaper
 from ._escaping import for_tokenizer as escaper_for
-from ._items import item_messages, phase_of
+from ._items import item_messages, phase_of, round_trip_plan
 from ._model import NotRenderable
 from ._order import part_of, written_order
 from ._render import MissingExtra, chat_prompt_ids
 
 __all__ = ["Escaper", "MissingExtra", "NotRenderable", "chat_prompt_ids", "escaper_for",
-           "item_messages", "part_of", "phase_of", "written_order"]
+           "item_messages", "part_of", "phase_of", "round_trip_plan", "written_order"]

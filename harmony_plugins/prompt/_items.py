@@ -15,7 +15,9 @@ This module holds both directions of that rule, for both engines:
 - :func:`phase_of`: the ``phase`` of the message item a Harmony message becomes (out);
 - :func:`item_messages`: input items as the Harmony messages the model wrote (in), one entry
   per item, in the items' order (a response's items are its Harmony messages, in the order
-  the model wrote them, one message per item; the order is kept as sent).
+  the model wrote them, one message per item; the order is kept as sent);
+- :func:`round_trip_plan`: which of those an engine takes from the core (the items that
+  :func:`round_trips`: the model wrote them or a tool answered), the same on both engines.
 
 The leading instructions (``instructions``, a first system or developer item), the system
 message and the tools are the engine's preamble, not items: the caller renders them. Text
@@ -47,6 +49,9 @@ TEXT_PARTS = frozenset({"output_text", "input_text", "text"})
 """Content part types whose ``text`` is a message's text."""
 REASONING_PARTS = frozenset({"reasoning_text", "text"})
 """Reasoning item content part types: the analysis the model wrote (a ``summary`` is not)."""
+ROUND_TRIPPED = frozenset({REASONING, FUNCTION_CALL, FUNCTION_CALL_OUTPUT})
+"""Input item types the model wrote or a tool answered (assistant ``message`` items too):
+the engine renders the core's message for these and its own for the rest."""
 
 
 def phase_of(channel: str | None, recipient: str | None = None) -> str | None:
@@ -88,6 +93,32 @@ def item_messages(items: Sequence[Any], previous: Iterable[Any] = ()) -> list[Me
            for i, item in enumerate(items)]
     kept = {id(m) for m in drop_analysis([m for m in out if m is not None])}
     return [m if m is not None and id(m) in kept else None for m in out]
+
+
+def round_trips(item: Any) -> bool:
+    """Whether the model wrote an input item or a tool answered it: user, system and developer
+    items say nothing about how the model writes, so they stay the engine's."""
+    kind = _get(item, "type")
+    if kind in ROUND_TRIPPED:
+        return True
+    return kind in (None, MESSAGE) and _get(item, "role") == hm.ASSISTANT
+
+
+def round_trip_plan(items: Any, previous: Iterable[Any] | None = ()
+                    ) -> dict[int, Message | None] | None:
+    """The core's message for each input item that :func:`round_trips`, by the item's index
+    in ``items`` (None: the item renders nothing); the engine converts the other items itself.
+
+    None when ``items`` is not a non-empty list (a string ``input`` is the engine's user
+    message). ``previous`` as for :func:`item_messages`. Raises :class:`NotRenderable` where
+    the core cannot read the items: the engine then converts them all, since a message's
+    channel depends on the items after it.
+    """
+    if not isinstance(items, list) or not items:
+        return None
+    messages = item_messages(items, previous or ())
+    return {i: message for i, (item, message) in enumerate(zip(items, messages, strict=True))
+            if round_trips(item)}
 
 
 def _kind(item: Any) -> str | None:

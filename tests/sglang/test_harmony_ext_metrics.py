@@ -1,4 +1,5 @@
-"""harmony-ext's counters under SGLang (contract section 9), with SGLang's real parser classes.
+"""harmony-ext's counters under SGLang (contract section 9, and the broken links between the two
+detectors), with SGLang's real parser classes.
 
 SGLang serves ``/metrics`` only with ``--enable-metrics``, and then always in
 prometheus_client's multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``, set before any process
@@ -74,3 +75,71 @@ def test_counters_with_enable_metrics(gpt_oss_model_dir: Path, tmp_path: Path) -
 
 def test_no_counters_without_enable_metrics(gpt_oss_model_dir: Path, tmp_path: Path) -> None:
     assert counters(gpt_oss_model_dir, tmp_path, "off") == {}
+
+
+# -- broken links between the two detectors (sglang_ext/link.py) ---------------------------
+
+LINKS = r"""
+import json, sys
+from sglang.srt.entrypoints.openai.protocol import Tool
+from sglang.srt.function_call.function_call_parser import FunctionCallParser
+from sglang.srt.parser.reasoning_parser import ReasoningParser
+from sglang.srt.runtime_context import publish
+from sglang.srt.server_args import ServerArgs
+from sglang_ext import link, plugin
+import sglang_cases as sc
+
+plugin.ensure_loaded()
+publish(ServerArgs(model_path=sys.argv[1], tool_call_parser="harmony-ext",
+                   reasoning_parser="harmony-ext", device="cpu",
+                   enable_metrics=sys.argv[2] == "on"), role="tokenizer")
+by_id = {c.id: c for c in sc.CASES}
+# changed: SGLang strips the normal text between the detectors (once)
+case = by_id["preamble_then_call"]
+rp = ReasoningParser("harmony-ext", request=sc.request_for(case), tool_call_parser_active=True)
+fp = FunctionCallParser([Tool(**sc.WEATHER)], "harmony-ext")
+for piece in ("<|channel|>commentary<|message|>Checking the weather. ",
+              case.text.split("<|end|>", 2)[-1]):
+    _, normal = rp.parse_stream_chunk(piece)
+    fp.parse_stream_chunk(normal.strip())
+# missing: a tool detector's text without the reasoning detector's link (twice)
+for _ in range(2):
+    fp = FunctionCallParser([Tool(**sc.WEATHER)], "harmony-ext")
+    link.CURRENT.set(None)
+    fp.parse_stream_chunk(by_id["call_first"].text)
+
+from prometheus_client import CollectorRegistry, multiprocess
+registry = CollectorRegistry()
+multiprocess.MultiProcessCollector(registry)
+out = {}
+for family in registry.collect():
+    for s in family.samples:
+        if s.name.startswith("harmony_ext_link_errors"):
+            out[s.name + json.dumps(s.labels, sort_keys=True)] = s.value
+print(json.dumps({"LOST": link.LOST, "metrics": out}))
+"""
+
+
+def link_errors(model_dir: Path, tmp_path: Path, metrics: str) -> dict[str, Any]:
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
+           "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests' / 'sglang'}"}
+    done = subprocess.run([sys.executable, "-c", LINKS, str(model_dir), metrics],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_broken_links_are_counted_with_enable_metrics(gpt_oss_model_dir: Path,
+                                                      tmp_path: Path) -> None:
+    assert link_errors(gpt_oss_model_dir, tmp_path, "on") == {
+        "LOST": {"missing": 2, "changed": 1},
+        "metrics": {'harmony_ext_link_errors_total{"kind": "changed"}': 1.0,
+                    'harmony_ext_link_errors_total{"kind": "missing"}': 2.0},
+    }
+
+
+def test_broken_links_without_enable_metrics_are_in_lost_only(gpt_oss_model_dir: Path,
+                                                                tmp_path: Path) -> None:
+    assert link_errors(gpt_oss_model_dir, tmp_path, "off") == {
+        "LOST": {"missing": 2, "changed": 1}, "metrics": {}}

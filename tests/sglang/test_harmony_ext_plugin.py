@@ -73,6 +73,22 @@ def test_refuses_and_says_why_when_a_hook_point_is_missing(monkeypatch, caplog) 
     assert plugin._registered is False
 
 
+def test_refuses_sglang_older_than_0_5_22_in_one_line(monkeypatch, caplog) -> None:
+    """No HookRegistry before 0.5.22, and no tier runs one: refused, not patched around."""
+    monkeypatch.setattr(plugin, "sglang_version", lambda: "0.5.21")
+    monkeypatch.setattr(plugin, "_registered", False)
+    monkeypatch.setattr(plugin, "status", {})
+    with caplog.at_level(logging.DEBUG, logger="sglang_ext"):
+        plugin.register()
+    assert [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "sglang_ext"] == [
+        (logging.ERROR, "harmony-ext: not enabled on SGLang 0.5.21: older than the oldest "
+         "release harmony-ext supports. The parser name 'harmony-ext' is not registered; "
+         "supported: SGLang 0.5.22 and newer.")]
+    assert plugin.status == {
+        "enabled": "no: older than the oldest release harmony-ext supports"}
+    assert plugin._registered is False
+
+
 def test_version_check() -> None:
     assert plugin.release("0.5.23") == (0, 5, 23)
     assert plugin.release("0.5.22rc1") == (0, 5, 22)

@@ -251,7 +251,7 @@ def test_analysis_is_dropped_after_a_final_answer(sglang_chat: Any, encoding: An
 
 def test_analysis_of_every_step_is_carried_until_a_final_answer(encoding: Any) -> None:
     """Two tool steps in a row: both analyses stay (no final answer in between)."""
-    from sglang_ext.history import render_request
+    from sglang_ext.prompt import render_request
 
     def step(i: int, thought: str, arguments: str) -> list[dict[str, Any]]:
         return [{"role": "assistant", "reasoning_content": thought, "tool_calls": [
@@ -284,7 +284,7 @@ def test_tool_choice_keeps_the_rendering(sglang_chat: Any, encoding: Any) -> Non
 
 def test_says_once_that_it_renders_the_prompt(sglang_chat: Any,
                                               caplog: pytest.LogCaptureFixture) -> None:
-    from sglang_ext import history as module
+    from sglang_ext import prompt as module
 
     module.once.forget("active")
     with caplog.at_level("INFO", logger="sglang_ext"):
@@ -315,9 +315,9 @@ def test_continue_final_message_falls_back_to_sglang(sglang_chat: Any, encoding:
     """What Harmony rendering cannot represent goes to SGLang's own path, with a log line."""
     messages = [{"role": "user", "content": USER},
                 {"role": "assistant", "content": "It is"}]
-    from sglang_ext import history
+    from sglang_ext import prompt
 
-    history.once.forget("fallback:continue_final_message is set")
+    prompt.once.forget("fallback:continue_final_message is set")
     with caplog.at_level("INFO", logger="sglang_ext"):
         got = prompt_ids(sglang_chat, messages, [WEATHER], continue_final_message=True)
         prompt_ids(sglang_chat, messages, [WEATHER], continue_final_message=True)
@@ -333,7 +333,7 @@ def test_hooks_installed_once() -> None:
     from sglang.srt.plugins import load_plugins
     from sglang.srt.plugins.hook_registry import HookRegistry
 
-    from sglang_ext import history, plugin
+    from sglang_ext import plugin, prompt
 
     assert plugin.status["gpt-oss prompts rendered as Harmony"] == "on", plugin.status
     assert plugin.status["'reasoning' kept in messages"] == "on", plugin.status
@@ -341,9 +341,9 @@ def test_hooks_installed_once() -> None:
     plugin.register()
     load_plugins()
     HookRegistry.apply_hooks()
-    for target in (history.TARGET, history.HANDLE):
+    for target in (prompt.TARGET, prompt.HANDLE):
         assert [h for _, h, _ in HookRegistry._hooks[target]] in (
-            [history.apply_template], [history.carry_reasoning])
+            [prompt.apply_template], [prompt.carry_reasoning])
     for method in (OpenAIServingChat._apply_jinja_template, OpenAIServingChat.handle_request):
         depth = 0
         while hasattr(method, "__wrapped__"):
@@ -383,7 +383,7 @@ def test_reasoning_key_without_the_raw_request_is_lost(sglang_chat: Any,
 ])
 def test_what_harmony_cannot_represent_is_left_to_sglang(messages: list[dict[str, Any]],
                                                           reason: str) -> None:
-    from sglang_ext.history import Unsupported, render_request
+    from sglang_ext.prompt import Unsupported, render_request
 
     with pytest.raises(Unsupported, match=reason):
         render_request({"messages": messages})
@@ -400,7 +400,7 @@ def test_offline_the_vocabulary_comes_from_harmony_ext(monkeypatch: pytest.Monke
     import openai_harmony
 
     from harmony_plugins.prompt import _render as render
-    from sglang_ext import history
+    from sglang_ext import prompt
 
     real = openai_harmony.load_harmony_encoding
     folders: list[str] = []
@@ -414,10 +414,10 @@ def test_offline_the_vocabulary_comes_from_harmony_ext(monkeypatch: pytest.Monke
     monkeypatch.setenv("TIKTOKEN_ENCODINGS_BASE", "")
     monkeypatch.setattr(openai_harmony, "load_harmony_encoding", load)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(history, "_ready", False)
+    monkeypatch.setattr(prompt, "_ready", False)
     render.loaded_encoding.cache_clear()
     try:
-        ids = history.render_request({"messages": [{"role": "user", "content": USER}]})
+        ids = prompt.render_request({"messages": [{"role": "user", "content": USER}]})
     finally:
         render.loaded_encoding.cache_clear()
     folder = tmp_path / "harmony-ext" / "o200k-446a9538cb6c348e"  # the official sha256's start
