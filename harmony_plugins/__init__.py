@@ -26,7 +26,7 @@ from ._events import (
 )
 from ._openai import ChatResult
 from ._parser import StreamParser, parse_ids, parse_text
-from ._steps import STEPS, Builders, CallDelta, Step, fold
+from ._steps import CallDelta, Step, fold
 from ._switches import pass_undeclared, switch
 from ._tools import chat_request_tools
 from ._turn import Request, Summary, Turn, count_reasoning_tokens
@@ -39,6 +39,7 @@ from .prompt import (
     item_messages,
     part_of,
     phase_of,
+    round_trip_plan,
     written_order,
 )
 from .vocab import NotHarmonyTokenizer, Vocab
@@ -47,8 +48,6 @@ __version__ = "0.1.0"
 """The release; pyproject.toml reads it from here (CHANGELOG.md names the same)."""
 
 __all__ = [
-    "STEPS",
-    "Builders",
     "CallDelta",
     "ChatResult",
     "ContentText",
@@ -85,6 +84,7 @@ __all__ = [
     "part_of",
     "pass_undeclared",
     "phase_of",
+    "round_trip_plan",
     "rules",
     "switch",
     "written_order",

@@ -18,44 +18,16 @@ import json
 import re
 
 _STRUCTURAL = re.compile(r'[{}\[\]"\\]')
-_search = plain_piece = _STRUCTURAL.search
-"""``plain_piece(text)`` is None for a piece with no bracket, quote or backslash."""
-
-REMEMBERED = 16384
-"""How many pieces :data:`PLAIN` keeps its answer for: a bound on its memory (about 1.5 MB
-where each is a token's text and new to the process; less for a vocabulary's own strings)."""
-
-
-class PlainPieces(dict[str, bool]):
-    """``PLAIN[text]``: whether a piece has no bracket, quote or backslash (as
-    :data:`plain_piece`), remembered for the first :data:`REMEMBERED` pieces asked about.
-
-    For one token's piece (a decode step's, or a feed of one token): most tokens of a stream
-    are ones seen before, so most answers are a dict lookup, a fraction of the cost of a
-    search (about 370-600 instructions fewer per argument token, CPython 3.11). One per
-    process, shared by every turn: a lookup or an insertion is one dict operation, so
-    concurrent turns at worst compute an answer twice. A feed of many tokens is rarely seen
-    twice: its caller searches.
-    """
-
-    __slots__ = ()
-
-    def __missing__(self, text: str) -> bool:
-        plain = _search(text) is None
-        if len(self) < REMEMBERED:
-            self[text] = plain
-        return plain
-
-
-PLAIN = PlainPieces()
+_search = _STRUCTURAL.search
 
 _DEPTH = {"{": 1, "[": 1, "}": -1, "]": -1, "\\": 0}  # outside strings
 _CLOSERS = "}]"
 
-PENDING = 0  # only whitespace so far: the body might still be empty
+# What the body is so far (ArgumentCutter.mode).
+BLANK = 0  # only whitespace so far: the body might still be empty
 RAW = 1  # not JSON: everything is argument text
-JSON = 2  # inside the first JSON value
-DONE = 3  # the first JSON value is complete; the rest is junk
+IN_VALUE = 2  # inside the first JSON value
+AFTER_VALUE = 3  # the first JSON value is complete; the rest is junk
 
 
 class ArgumentCutter:
@@ -64,10 +36,9 @@ class ArgumentCutter:
     __slots__ = ("mode", "plain", "depth", "in_string", "escaped", "lead", "kept", "junk")
 
     def __init__(self) -> None:
-        self.mode = PENDING
-        # Whether a piece with no structural character (``plain_piece``) is argument text as
-        # it is, to be appended to ``kept``: inside the JSON value with no escape pending, or
-        # not JSON. A caller on a hot path may do that itself instead of calling feed.
+        self.mode = BLANK
+        # Whether a piece with no structural character is argument text as it is (inside the
+        # JSON value with no escape pending, or not JSON): most pieces, kept without a scan.
         self.plain = False
         self.depth = 0
         self.in_string = False
@@ -81,17 +52,13 @@ class ArgumentCutter:
         if self.plain and _search(text) is None:  # most pieces: no bracket, quote, backslash
             self.kept.append(text)
             return text
-        return self.cut(text)
-
-    def cut(self, text: str) -> str:
-        """As :meth:`feed`, for a piece its caller found is not plain (see :attr:`plain`)."""
         mode = self.mode
-        if mode == JSON:  # the common step first: inside the value
+        if mode == IN_VALUE:
             end = self._scan(text, 0)
             piece = text if end < 0 else self._end(text, end)
         elif mode == RAW:
             piece = text
-        elif mode == DONE:
+        elif mode == AFTER_VALUE:
             self.junk.append(text)
             return ""
         else:
@@ -105,7 +72,7 @@ class ArgumentCutter:
         return "".join(self.kept)
 
     def _start(self, text: str) -> str:
-        """PENDING: wait for the first non-blank character, which decides JSON or not."""
+        """BLANK: wait for the first non-blank character, which decides JSON or not."""
         start = len(text) - len(text.lstrip())
         if start == len(text):
             self.lead.append(text)
@@ -119,7 +86,7 @@ class ArgumentCutter:
             self.mode = RAW
             self.plain = True
             return text
-        self.mode = JSON
+        self.mode = IN_VALUE
         end = self._scan(text, start)
         return text if end < 0 else self._end(text, end)
 
@@ -133,7 +100,7 @@ class ArgumentCutter:
             self.mode = RAW
             self.plain = True
             return text
-        self.mode = DONE
+        self.mode = AFTER_VALUE
         self.plain = False
         if end < len(text):
             self.junk.append(text[end:])

@@ -1,10 +1,11 @@
 """The events a parse emits (:class:`~harmony_plugins.Turn`, ``StreamParser``).
 
-Events are plain data: slotted dataclasses that compare with ``==`` and can be matched
-with ``match``. They carry no behaviour. Treat them as immutable; they are not declared
-``frozen`` only because frozen dataclasses cost four times as much to build, and one is
-built per delta on the hot path. Adapters translate them into an engine's
-types; :mod:`harmony_plugins._openai` translates them into OpenAI chat deltas.
+Events are plain data, as h11's and wsproto's are: frozen, slotted dataclasses that compare
+with ``==``, hash, and can be matched with ``match``. They carry no behaviour. A turn builds
+them only when it was asked for events (``Turn(events=True)``: the Responses API,
+``StreamParser``); a chat stream's steps carry their parts without them. Adapters translate
+them into an engine's types; :mod:`harmony_plugins._openai` translates them into OpenAI chat
+deltas.
 
 Every Harmony message whose body is shown (reasoning, content or a call) is framed by a
 :class:`MessageBegin` and a :class:`MessageEnd`; between them come its text events, which may
@@ -24,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class MessageBegin:
     """A Harmony message's body begins (its header is complete).
 
@@ -47,7 +48,7 @@ class MessageBegin:
     content_type: str | None = None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class MessageEnd:
     """The message begun by the last :class:`MessageBegin` is complete.
 
@@ -59,14 +60,14 @@ class MessageEnd:
     by: str
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ReasoningText:
     """A piece of chain-of-thought text (a message of kind ``"reasoning"``)."""
 
     text: str
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ContentText:
     """A piece of user-visible text (a message of kind ``"content"``: the answer, a preamble,
     or text a rule turned into content); which one, its :class:`MessageBegin` says."""
@@ -74,7 +75,7 @@ class ContentText:
     text: str
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolCallBegin:
     """A call to a declared function; emitted as soon as its header is complete, right after
     its :class:`MessageBegin` (which has the channel, recipient and content type).
@@ -88,7 +89,7 @@ class ToolCallBegin:
     name: str
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolCallArguments:
     """The next piece of the raw argument text of call ``index``, as the model wrote it."""
 
@@ -96,16 +97,18 @@ class ToolCallArguments:
     text: str
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ToolCallEnd:
     """Call ``index`` is complete (or cut off); ``arguments`` is its whole argument text.
 
     ``arguments`` always equals the concatenation of the call's ``ToolCallArguments``.
     ``outcome`` is the check of the arguments against the declared tool (never a change to
     them): ``"surfaced"`` (a JSON object that matches the declared ``parameters``, or no
-    schema was declared), ``"invalid_json"``, ``"not_object"``, ``"schema_mismatch"``, or
+    schema was declared), ``"invalid_json"``, ``"not_object"``, ``"schema_mismatch"``,
     ``"unchecked"`` (a schema was declared but ``jsonschema`` is missing, the schema is
-    invalid, or the value is too deep to check). See ``harmony_plugins.rules.OUTCOMES``.
+    invalid, or the value is too deep to check), or ``"undeclared"`` (a call to a name the
+    request did not declare, surfaced anyway: the pass-undeclared switch, or a parse given no
+    tools that keeps every recipient). See ``harmony_plugins.rules.OUTCOMES``.
     """
 
     index: int
@@ -113,7 +116,7 @@ class ToolCallEnd:
     outcome: str = "surfaced"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class EndOfTurn:
     """The last event of every stream, emitted by ``close()``.
 
@@ -128,7 +131,7 @@ class EndOfTurn:
     finish_reason: str | None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Recovery:
     """A contract rule recovered from malformed output.
 
@@ -142,7 +145,7 @@ class Recovery:
     text: str = ""
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class LeakSuspected:
     """Visible text (content or a preamble) holds Harmony markup written as ordinary text:
     a control-token spelling, or ``to=functions.NAME`` next to a channel or content-type

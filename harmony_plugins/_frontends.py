@@ -1,13 +1,13 @@
 """The two front ends: token ids, or decoded text with the markers spelled literally.
 
 Each is built on the turn's machine and turns the pieces of one delta into calls of
-``Machine.text`` / ``Machine.marker`` (``Machine.alone`` for a delta that is one piece of text);
-it reads nothing back from the machine but the answer to :meth:`Machine.joins`, holding back
-only what cannot be decided yet:
+:meth:`Machine.text` and :meth:`Machine.marker`; it reads nothing back from the machine but
+the answer to :meth:`Machine.joins`, holding back only what cannot be decided yet:
 
 * ids: the first bytes of a UTF-8 character split across tokens (or deltas). Consecutive
-  ordinary tokens are joined; most tokens are whole characters, kept as text in the
-  vocabulary table, so only runs with a cut character are decoded (in one call).
+  ordinary tokens are joined into one run, passed on at once; most tokens are whole
+  characters, kept as text in the vocabulary table, so only runs with a cut character are
+  decoded (in one call).
 * text: a possible marker cut by the end of the delta (``<|chan``), at most
   ``harmony.MAX_SPELLING - 1`` characters. Text is searched for ``<|`` with ``str.find``, so each
   character is looked at a constant number of times. Where a marker sits between text that
@@ -21,24 +21,17 @@ Ids are validated at the boundary, before anything is consumed, so a bad delta r
 TypeError and changes no state: a list of plain ints passes one C-level type check per
 delta; anything else (tuples, numpy integers, generators) is converted or refused on a
 slower path.
-
-The machine's ``alone`` and ``made`` are callables held in its slots (set with its state), so
-on the usual paths each is loaded into a local and then called: CPython 3.11 does not
-specialise a method call on a slot attribute, and the two steps cost about a hundred
-instructions less per call.
 """
 
 from __future__ import annotations
 
 import codecs
 import operator
-from collections.abc import Callable
 from typing import Any
 
 from . import harmony as hm
 from . import rules
 from ._machine import Machine
-from ._steps import EMPTY, Step
 
 _utf8_decode = codecs.utf_8_decode  # (data, errors, final) -> (text, bytes used)
 _INT_ONLY = frozenset({int})
@@ -72,112 +65,39 @@ def checked_ids(ids: Any) -> list[int]:
 
 
 class IdsInput:
-    """Token ids to text and markers, through a vocabulary's table.
+    """Token ids to text and markers, through a vocabulary's table."""
 
-    :meth:`feed` parses a delta; :meth:`fed` and :meth:`made` are what ``Turn.feed_ids`` and
-    ``Turn.decode_ids`` are once the turn's fast path is open: one call into the core per
-    decode step, the usual one (one ordinary token) handled here, any other handed back to
-    the turn (``general``, ``stepped``).
-    """
+    __slots__ = ("machine", "table", "pending", "owed")
 
-    __slots__ = ("machine", "table", "pending", "owed", "stepped", "general")
-
-    def __init__(self, machine: Machine, table: list[Any],
-                 stepped: Callable[..., Any] | None = None,
-                 general: Callable[[Any, str | None], Step] | None = None) -> None:
+    def __init__(self, machine: Machine, table: list[Any]) -> None:
         self.machine = machine  # where the text and markers go
         self.table = table  # id -> text, bytes (a token that cuts a character), marker, None
         self.pending = b""  # the start of a UTF-8 character whose other bytes are to come
         self.owed = 0  # tokens whose text waits in ``pending`` (counted with that text)
-        # For made: a step built (None: the one the machine's collector gathered; Turn gives it)
-        self.stepped = stepped
-        # For fed: the turn's own feed, for every delta but the usual one (Turn gives it)
-        self.general = general
 
-    def feed(self, ids: Any) -> Step | None:
-        """Parse one delta's ids. Raises TypeError (before consuming any) for a non-int.
-        Returns the step when the machine built it directly (one ordinary token, or a delta
-        with no marker), else None: the step is in the machine's collector."""
-        if ids.__class__ is not list:
-            ids = checked_ids(ids)
-        elif len(ids) == 1:  # one token per delta, the usual decode step: no run machinery
-            token = ids[0]
-            if token.__class__ is not int:
-                ids = checked_ids(ids)
-            elif not self.pending and token >= 0:
+    def feed(self, ids: Any) -> None:
+        """Parse one delta's ids. Raises TypeError (before consuming any) for a non-int."""
+        if ids.__class__ is list and len(ids) == 1 and not self.pending:
+            token = ids[0]  # one token per delta, most decode steps: whole characters
+            if token.__class__ is int and token >= 0:
                 try:
                     piece = self.table[token]
-                except IndexError:  # outside the vocabulary: the general path counts it
+                except IndexError:  # past the vocabulary: counted below
                     piece = None
                 if piece.__class__ is str:
-                    alone = self.machine.alone
-                    return alone(piece, 1)
-        elif not _INT_ONLY.issuperset(map(type, ids)):
+                    self.machine.at.take(piece, 1)
+                    return
+        if ids.__class__ is not list or not _INT_ONLY.issuperset(map(type, ids)):
             ids = checked_ids(ids)
-        return self._feed(ids)
+        self._feed(ids)
 
-    def fed(self, ids: Any, finish: str | None = None) -> Step:
-        """``Turn.feed_ids`` once the turn's fast path is open: a delta of one ordinary token,
-        or of several with no marker (not the last), is its step, straight from the body
-        being read (``Machine.alone``); another list of ints is parsed here too, its step the
-        machine's collector's (a step is never falsy, so ``or`` picks the collector's only
-        where none was built); any other delta (not a list of ints, the last) goes to
-        :attr:`general`, the turn's feed."""
-        if finish is None and ids.__class__ is list:
-            if len(ids) == 1:
-                token = ids[0]
-                if token.__class__ is int:
-                    if not self.pending and token >= 0:
-                        try:
-                            piece = self.table[token]
-                        except IndexError:
-                            piece = None
-                        if piece.__class__ is str:
-                            alone = self.machine.alone
-                            return alone(piece, 1)
-                    # a marker, a cut character, an unknown id
-                    return self._feed(ids) or self.machine.out.step()
-            elif _INT_ONLY.issuperset(map(type, ids)):  # several tokens (or none)
-                return self._feed(ids) or self.machine.out.step()
-        return self.general(ids, finish)
-
-    def made(self, ids: Any) -> Any:
-        """As :meth:`feed`, for ``Turn.decode_ids`` (which is this method once the turn's fast
-        path is open): a delta of one ordinary token gives what the machine's builder made of
-        it (``Machine.made``); any other delta, or one the builder left to the collector,
-        gives :attr:`stepped` (its step, built)."""
-        if ids.__class__ is list and len(ids) == 1:
-            token = ids[0]
-            if token.__class__ is int:
-                if not self.pending and token >= 0:
-                    try:
-                        piece = self.table[token]
-                    except IndexError:
-                        piece = None
-                    if piece.__class__ is str:
-                        make = self.machine.made
-                        made = make(piece, 1)
-                        return self.stepped() if made is None else made
-                # checked already: a marker, a cut character, an unknown id
-                return self.stepped(self._feed(ids))
-        # Not one int: feed() checks the ids; a step it built directly is built here.
-        return self.stepped(self.feed(ids))
-
-    def _feed(self, ids: list[int]) -> Step | None:
-        """Runs of ordinary tokens, each passed on at once, and the markers between them.
-
-        A delta that is one run (no marker: most deltas) is the feed's one piece of text,
-        handed to ``Machine.alone``, which builds its step with no collector: that step is
-        returned. Otherwise None: the step is in the machine's collector."""
+    def _feed(self, ids: list[int]) -> None:
+        """Runs of ordinary tokens, each passed on at once, and the markers between them."""
         table, machine = self.table, self.machine
         run: list[Any] = []
         cut = False  # the run holds a token that cuts a UTF-8 character (bytes, not text)
-        whole = True  # no marker (or unknown id) so far: the delta may be one run
         for token in ids:
-            try:  # one comparison, not two: an id past the table raises
-                piece = table[token] if token >= 0 else None
-            except IndexError:
-                piece = None
+            piece = table[token] if 0 <= token < len(table) else None
             kind = piece.__class__
             if kind is str:
                 run.append(piece)
@@ -190,34 +110,25 @@ class IdsInput:
                 self._run(run, cut)
                 run = []
                 cut = False
-            whole = False
             if self.pending:  # a character cut by the marker
                 self.flush()
             if piece is None:
                 machine.unknown_token()
             else:
                 machine.marker(piece)
-        if not run:
-            return None
-        if whole and not cut and not self.pending:  # the usual: whole characters only
-            alone = machine.alone
-            return alone("".join(run), len(run))
-        return self._run(run, cut, whole)
+        if run:
+            self._run(run, cut)
 
-    def _run(self, run: list[Any], cut: bool, alone: bool = False) -> Step | None:
-        """Pass on a run of ordinary tokens: their route cannot change inside the run.
-        ``alone``: the run is the whole feed, whose step is returned (as :meth:`_feed`)."""
+    def _run(self, run: list[Any], cut: bool) -> None:
+        """Pass on a run of ordinary tokens: their route cannot change inside the run."""
         # Decoded only where a character is cut; else whole characters, joined.
         text = self._decode(run) if cut or self.pending else "".join(run)
         tokens = len(run) + self.owed
         if not text:  # the run only began a character
             self.owed = tokens
-            return EMPTY if alone else None
+            return
         self.owed = 0
-        if alone:  # a delta of ordinary tokens, one cutting a character: not the usual path
-            return self.machine.alone(text, tokens)
-        self.machine.text(text, tokens)
-        return None
+        self.machine.at.take(text, tokens)
 
     def _decode(self, run: list[Any]) -> str:
         """Text of a run with a cut character: keep the bytes of one still incomplete."""
@@ -232,56 +143,23 @@ class IdsInput:
             text = self.pending.decode("utf-8", "replace")
             self.pending = b""
             tokens, self.owed = self.owed, 0
-            self.machine.text(text, tokens)
+            self.machine.at.take(text, tokens)
 
 
 class TextInput:
-    """Text with literal special-token spellings to text and markers.
+    """Text with literal special-token spellings to text and markers."""
 
-    As :class:`IdsInput`: :meth:`fed` and :meth:`made` are ``Turn.feed_text`` and
-    ``Turn.decode_text`` once the turn's fast path is open; the usual delta (text with no
-    ``<`` and nothing held from before) is handled here, any other handed back to the turn.
-    """
+    __slots__ = ("machine", "held", "tail", "joint")
 
-    __slots__ = ("machine", "held", "tail", "joint", "stepped", "general")
-
-    def __init__(self, machine: Machine, stepped: Callable[..., Any] | None = None,
-                 general: Callable[[Any, str | None], Step] | None = None) -> None:
+    def __init__(self, machine: Machine) -> None:
         self.machine = machine  # where the text and markers go
         self.held = ""  # the end of the last delta, which may begin a marker
         self.tail = ""  # text passed on since the last marker, from its last "<" (short)
-        # ``tail`` at a dropped marker, when it begins a spelling (the tail stays as it is
-        # while there is a joint: the fast paths' ``not self.tail`` also says "no joint")
-        self.joint = ""
-        self.stepped = stepped  # as IdsInput's
-        self.general = general
-
-    def fed(self, text: Any, finish: str | None = None) -> Step:
-        """``Turn.feed_text`` once the turn's fast path is open: a delta with no ``<`` (not
-        the last), while nothing is held or kept from before, is its step, straight from
-        the body being read (``Machine.alone``); another text is parsed here too; the last
-        delta, or one that is not a str, goes to :attr:`general`, the turn's feed."""
-        if finish is None and text.__class__ is str:
-            if text and "<" not in text and not self.held and not self.tail:
-                alone = self.machine.alone
-                return alone(text, 0)
-            return (text and self.feed(text)) or self.machine.out.step()
-        return self.general(text, finish)
-
-    def made(self, text: Any) -> Any:
-        """As :meth:`fed`, for ``Turn.decode_text``: the usual delta gives what the machine's
-        builder made of it (``Machine.made``); any other gives :attr:`stepped`."""
-        if text.__class__ is not str:
-            return self.general(text, None)  # the turn's feed refuses it (TypeError)
-        if text and "<" not in text and not self.held and not self.tail:
-            make = self.machine.made
-            made = make(text, 0)
-            return self.stepped() if made is None else made
-        return self.stepped(self.feed(text) if text else None)
+        self.joint = ""  # ``tail`` at a dropped marker, when it begins a spelling
 
     def _pass(self, text: str) -> None:
         """Pass text on, remembering its end from its last ``<`` (a spelling may start)."""
-        self.machine.text(text)
+        self.machine.at.take(text, 0)
         if self.tail or "<" in text:
             self._remember(text)
 
@@ -293,9 +171,11 @@ class TextInput:
             tail = self.tail + text
             self.tail = tail if len(tail) < hm.MAX_SPELLING else ""
 
-    def feed(self, text: str) -> Step | None:
-        """Parse one delta's text. Returns the step when the machine built it directly (a
-        piece with no marker), else None: the step is in the machine's collector."""
+    def feed(self, text: str) -> None:
+        """Parse one delta's text."""
+        if "<" not in text and not (self.held or self.tail or self.joint):
+            self.machine.at.take(text, 0)  # most deltas: no marker can start or end in it
+            return
         if self.held:
             text = self.held + text
             self.held = ""
@@ -303,24 +183,17 @@ class TextInput:
         if self.joint:
             emit_from = self._settle(text, 0)
             if emit_from < 0:
-                return None
+                return
         i = text.find(_OPEN, emit_from)
-        if i < 0:  # the common case: a piece with no marker
-            n = len(text)
-            if n and text[-1] == "<" and emit_from < n:
-                self.held = "<"
-                n -= 1
-            if emit_from == 0 and n == len(text):  # the whole piece: one step
-                alone = self.machine.alone
-                step = alone(text, 0)
-                if self.tail or "<" in text:
-                    self._remember(text)
-                return step
-            if emit_from < n:
-                self._pass(text[emit_from:n])
-            return None
-        self._markers(text, emit_from, i)
-        return None
+        if i >= 0:
+            self._markers(text, emit_from, i)
+            return
+        n = len(text)  # the common case: a piece with no marker
+        if n and text[-1] == "<" and emit_from < n:
+            self.held = "<"
+            n -= 1
+        if emit_from < n:
+            self._pass(text[emit_from:n])
 
     def _markers(self, text: str, emit_from: int, i: int) -> None:
         """The rest of a delta from its first ``<|`` at ``i``: markers and the text between."""
@@ -390,5 +263,5 @@ class TextInput:
         """End of stream: pass on what was held back (it spelled no marker)."""
         self.joint = ""
         if self.held:
-            self.machine.text(self.held)
+            self.machine.at.take(self.held, 0)
             self.held = ""

@@ -4,20 +4,22 @@ Everything that affects routing lives here. The machine does not know where its 
 from: the front ends (:mod:`harmony_plugins._frontends`) turn token ids or decoded text into
 calls of :meth:`Machine.text` and :meth:`Machine.marker`, and the machine hands what they
 produce to its :class:`~harmony_plugins._steps.Collector` (text pieces, calls, recoveries; the
-events themselves only when the turn asked for them).
+events themselves only when the turn asked for them), which also keeps the turn's counts.
 
 Theory of operation
 -------------------
-The machine is in one of three states, and each state's data lives in an object of its own,
-which exists only in that state:
+The machine is in one of three states. The state is the object in :attr:`Machine.at`, which
+holds that state's data and exists only in that state; each takes the state's text with its
+one method, ``take``:
 
-``HEADER`` (:class:`Header`)
+``HEADER`` (:class:`HeaderState`)
     Reading a message header. Header text is buffered, never emitted, until ``<|message|>``
     completes it; then the header decides the *route* of the body. The output starts here,
     in the header that the prompt's ``<|start|>assistant`` opened.
-``BODY`` (:class:`Body`)
+``BODY`` (a :class:`Body`, one class per route)
     Reading a message body. Each piece of text goes straight out along the route:
-    reasoning, content, a tool call's arguments, or a drop list (counted, never shown).
+    reasoning (:class:`ReasoningBody`), content (:class:`ContentBody`), a tool call's
+    arguments (:class:`CallBody`), or a drop list (:class:`DropBody`: counted, never shown).
 ``DONE`` (:class:`Done`)
     The turn is over (``<|return|>``, end of text, a forged turn). Text is dropped, and
     counted when the stream ends.
@@ -86,31 +88,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import _header as hdr
-from . import harmony as mk
+from . import harmony as hm
 from . import rules
-from ._arguments import PLAIN, ArgumentCutter, plain_piece
+from ._arguments import ArgumentCutter
 from ._checks import ArgumentChecker
-from ._events import ToolCallEnd
-from ._leaks import WINDOW as _WINDOW
+from ._events import ContentText, ReasoningText, ToolCallEnd
 from ._leaks import LeakScanner
-from ._steps import EMPTY, STEPS, Builders, CallDelta, Collector, Step
+from ._steps import Collector
 from ._tools import recipient as recipient_of
 
-_tuple_new = tuple.__new__  # builds a Step without NamedTuple's keyword handling
-_plain_piece = plain_piece
-
-HEADER = 0
-BODY = 1
-DONE = 2
-
-# Body routes.
-REASONING = 0
-CONTENT = 1
-CALL = 2
-DROP = 3
-
-_STOP_REASONS = {mk.RETURN: "return", mk.CALL: "call", mk.END_OF_TEXT: "end_of_text"}
-_ENDED_BY = {mk.START: "new_header", mk.CHANNEL: "new_header", mk.END: "end",
+_STOP_REASONS = {hm.RETURN: "return", hm.CALL: "call", hm.END_OF_TEXT: "end_of_text"}
+_ENDED_BY = {hm.START: "new_header", hm.CHANNEL: "new_header", hm.END: "end",
              None: "end_of_stream", **_STOP_REASONS}
 """``MessageEnd.by`` for the marker that ended a message (None: the end of the stream)."""
 
@@ -122,15 +110,15 @@ def counted_channel(kind: str, written: str | None, recipient: str | None = None
     a built-in tool keeps a known channel it was written on (``analysis``, usually); content
     keeps ``final`` or ``commentary`` (a preamble), else counts as ``final``."""
     if kind == "reasoning":
-        return mk.ANALYSIS
+        return hm.ANALYSIS
     if kind == "call":
-        if recipient is not None and mk.is_builtin_recipient(recipient) and (
-                written in mk.KNOWN_CHANNELS):
+        if recipient is not None and hm.is_builtin_recipient(recipient) and (
+                written in hm.KNOWN_CHANNELS):
             return written
-        return mk.COMMENTARY
-    if written == mk.FINAL or written == mk.COMMENTARY:
+        return hm.COMMENTARY
+    if written == hm.FINAL or written == hm.COMMENTARY:
         return written
-    return mk.FINAL
+    return hm.FINAL
 
 
 def random_call_id() -> str:
@@ -138,12 +126,10 @@ def random_call_id() -> str:
     return "call_" + secrets.token_hex(12)
 
 
-class Header:
-    """The header being read: its sections so far and the one being read."""
+class HeaderState:
+    """Reading a header: its sections so far and the one being read."""
 
     __slots__ = ("role_given", "free", "sections", "kind", "pieces")
-    state = HEADER
-    route = None
 
     def __init__(self, role_given: bool, kind: int = hdr.ROLE, free: bool = False) -> None:
         self.role_given = role_given  # it began with <|start|>: its first word is the role
@@ -152,16 +138,8 @@ class Header:
         self.kind = kind  # the section being read: ROLE, or the marker that began it
         self.pieces: list[str] = []  # its text so far
 
-    def take(self, text: str, tokens: int = 0) -> None:
+    def take(self, text: str, tokens: int) -> None:
         self.pieces.append(text)  # buffered until the header is complete
-
-    def alone(self, text: str, tokens: int) -> Step:
-        """A feed that is this one piece of text: nothing to show yet."""
-        self.pieces.append(text)
-        return EMPTY
-
-    def made(self, text: str, tokens: int) -> None:
-        self.pieces.append(text)
 
     def close_section(self) -> None:
         self.sections.append((self.kind, "".join(self.pieces)))
@@ -177,33 +155,16 @@ class Header:
 
 class Body:
     """The body being routed. One class per route, each holding what its route needs: the
-    machine hands each piece of text to the body, which sends it on (:meth:`take`), and the
-    body closes itself when a marker or the end of the stream ends it (:meth:`end`)."""
+    machine hands each piece of text to the body, which sends it on to the collector
+    (:meth:`take`), and closes it when a marker or the end of the stream ends it
+    (:meth:`end`). A body holds the collector, not the machine."""
 
-    __slots__ = ("machine", "out")
-    state = BODY
-    route = DROP
+    __slots__ = ("out",)
 
-    def __init__(self, machine: Machine) -> None:
-        self.machine = machine
-        self.out = machine.out
+    def __init__(self, out: Collector) -> None:
+        self.out = out
 
-    def take(self, text: str, tokens: int = 0) -> None:
-        raise NotImplementedError
-
-    def taker(self) -> Callable[..., None]:
-        """What takes this body's text (``Machine.text`` while it is read): :meth:`take`, or
-        where that only hands the text on, the callable it hands it to."""
-        return self.take
-
-    def alone(self, text: str, tokens: int) -> Step:
-        """The step of a feed that is this one piece of text (the usual decode step), built
-        directly; called only while the collector holds nothing and keeps no events."""
-        raise NotImplementedError
-
-    def made(self, text: str, tokens: int) -> Any:
-        """As :meth:`alone`, the step built by the turn's :class:`Builders` (None: nothing to
-        show, or the step is in the collector)."""
+    def take(self, text: str, tokens: int) -> None:
         raise NotImplementedError
 
     def end(self, by: str) -> None:
@@ -213,84 +174,42 @@ class Body:
 class ReasoningBody(Body):
     """Chain of thought: each piece to reasoning, its tokens counted (usage figures)."""
 
-    __slots__ = ("make",)
-    route = REASONING
+    __slots__ = ()
 
-    def __init__(self, machine: Machine) -> None:
-        super().__init__(machine)
-        self.make = machine.build.reasoning  # what made builds (the turn's builder)
-
-    def take(self, text: str, tokens: int = 0) -> None:
-        self.out.reasoning(text, tokens)
-
-    def taker(self) -> Callable[..., None]:
-        return self.out.reasoning  # what take does, without the call to take
-
-    def alone(self, text: str, tokens: int) -> Step:
-        self.out.reasoning_tokens += tokens
-        return _tuple_new(Step, (text, "", (), (), (), (), None, ()))
-
-    def made(self, text: str, tokens: int) -> Any:
-        self.out.reasoning_tokens += tokens
-        make = self.make  # loaded, then called: see the front ends' module docstring
-        return make(text)
+    def take(self, text: str, tokens: int) -> None:
+        out = self.out
+        out.reasoning_parts.append(text)
+        out.reasoning_tokens += tokens
+        if out.events is not None:
+            out.events.append(ReasoningText(text))
+            out.other = True
 
 
 class ContentBody(Body):
     """Visible text: each piece to content, scanned for leaked markup as it goes."""
 
-    __slots__ = ("scanner", "make")
-    route = CONTENT
+    __slots__ = ("scanner",)
 
-    def __init__(self, machine: Machine) -> None:
-        super().__init__(machine)
+    def __init__(self, out: Collector) -> None:
+        super().__init__(out)
         self.scanner = LeakScanner()
-        self.make = machine.build.content
 
-    def take(self, text: str, tokens: int = 0) -> None:
-        self.out.content(text)
+    def take(self, text: str, tokens: int) -> None:
+        out = self.out
+        out.content_parts.append(text)
+        if out.events is not None:
+            out.events.append(ContentText(text))
+            out.other = True
         found = self.scanner.feed(text)
         if found:
-            self.machine.leaked(found)
-
-    # The usual piece (no ">" or "=", the scanner not watching) only joins the scanner's
-    # window, here rather than through its feed: a call less per content token.
-
-    def alone(self, text: str, tokens: int) -> Step:
-        scanner = self.scanner
-        if scanner.watching or ">" in text or "=" in text:
-            found = scanner.feed(text)
-            if found:
-                self.out.content(text)
-                self.machine.leaked(found)
-                return self.out.step()
-        else:
-            scanner.recent.append(text)
-            end = scanner.end = scanner.end + len(text)
-            if end - scanner.start > _WINDOW:
-                scanner.trim()
-        return _tuple_new(Step, ("", text, (), (), (), (), None, ()))
-
-    def made(self, text: str, tokens: int) -> Any:
-        scanner = self.scanner
-        if scanner.watching or ">" in text or "=" in text:
-            found = scanner.feed(text)
-            if found:
-                self.out.content(text)
-                self.machine.leaked(found)
-                return None
-        else:
-            scanner.recent.append(text)
-            end = scanner.end = scanner.end + len(text)
-            if end - scanner.start > _WINDOW:
-                scanner.trim()
-        make = self.make
-        return make(text)
+            for excerpt in found:
+                out.leak(excerpt)
 
     def end(self, by: str) -> None:
         found = self.scanner.close()
         if found:
-            self.machine.leaked(found)
+            for excerpt in found:
+                self.out.leak(excerpt)
         self.out.message_end(by)
 
 
@@ -298,60 +217,32 @@ class CallBody(Body):
     """A call's arguments: each piece cut at the end of the first JSON value, then checked
     against the declared schema when the call ends."""
 
-    __slots__ = ("index", "name", "cutter", "make")
-    route = CALL
+    __slots__ = ("index", "name", "checker", "cutter")
 
-    def __init__(self, machine: Machine, index: int, name: str) -> None:
-        super().__init__(machine)
+    def __init__(self, out: Collector, index: int, name: str, checker: ArgumentChecker) -> None:
+        super().__init__(out)
         self.index = index
         self.name = name  # the declared name its arguments are checked against ("": none)
+        self.checker = checker
         self.cutter = ArgumentCutter()
-        self.make = machine.build.arguments
 
-    def take(self, text: str, tokens: int = 0) -> None:
+    def take(self, text: str, tokens: int) -> None:
         piece = self.cutter.feed(text)
         if piece:
             self.out.arguments(self.index, piece)
 
-    # The usual piece (no bracket, quote or backslash, inside the value) is kept here, not
-    # through the cutter's feed: a call less per argument token. One token's piece is
-    # answered by PLAIN (remembered); a run of several, or text, is searched.
-
-    def alone(self, text: str, tokens: int) -> Step:
-        cutter = self.cutter
-        if cutter.plain and (PLAIN[text] if tokens == 1 else _plain_piece(text) is None):
-            cutter.kept.append(text)
-        else:
-            text = cutter.cut(text)
-            if not text:
-                return EMPTY
-        call = _tuple_new(CallDelta, (self.index, None, None, text))
-        return _tuple_new(Step, ("", "", (call,), (), (), (), None, ()))
-
-    def made(self, text: str, tokens: int) -> Any:
-        cutter = self.cutter
-        if cutter.plain and PLAIN[text]:  # one decode step's piece: remembered
-            cutter.kept.append(text)
-        else:
-            text = cutter.cut(text)
-            if not text:
-                return None
-        make = self.make
-        return make(self.index, text)
-
     def end(self, by: str) -> None:
-        machine, cutter, out = self.machine, self.cutter, self.out
+        cutter, out = self.cutter, self.out
         arguments = cutter.arguments()
         if not arguments:
-            machine.recover(rules.EMPTY_ARGUMENTS, cutter.pending_lead())
+            out.recovery(rules.EMPTY_ARGUMENTS, cutter.pending_lead())
             arguments = "{}"
             out.arguments(self.index, arguments)
         junk = cutter.junk_text()
         if junk.strip():
-            machine.recover(rules.AFTER_JSON_VALUE, junk)
+            out.recovery(rules.AFTER_JSON_VALUE, junk)
         name = self.name
-        outcome = machine.checker.check(name, arguments) if name else rules.UNDECLARED
-        machine.count_outcome(outcome)
+        outcome = self.checker.check(name, arguments) if name else rules.UNDECLARED
         out.call_end(ToolCallEnd(self.index, arguments, outcome))
         out.message_end(by)
 
@@ -361,43 +252,31 @@ class DropBody(Body):
 
     __slots__ = ("rule", "dropped")
 
-    def __init__(self, machine: Machine, rule: str) -> None:
-        super().__init__(machine)
+    def __init__(self, out: Collector, rule: str) -> None:
+        super().__init__(out)
         self.rule = rule
         self.dropped: list[str] = []
 
-    def take(self, text: str, tokens: int = 0) -> None:
+    def take(self, text: str, tokens: int) -> None:
         self.dropped.append(text)
-
-    def alone(self, text: str, tokens: int) -> Step:
-        self.dropped.append(text)
-        return EMPTY
-
-    def made(self, text: str, tokens: int) -> Any:
-        self.dropped.append(text)
-        return None
 
     def end(self, by: str) -> None:
-        self.machine.recover(self.rule, "".join(self.dropped))
-
-
-def _over(text: str, tokens: int = 0) -> Any:
-    """A released machine's input (see :meth:`Machine.release`)."""
-    raise RuntimeError("the turn is over: its machine takes no more text")
+        self.out.recovery(self.rule, "".join(self.dropped))
 
 
 class Done:
     """The turn is over: the text that still comes, dropped and counted at the end."""
 
     __slots__ = ("dropped",)
-    state = DONE
-    route = None
 
     def __init__(self) -> None:
         self.dropped: list[str] = []
 
-    def take(self, text: str, tokens: int = 0) -> None:
+    def take(self, text: str, tokens: int) -> None:
         self.dropped.append(text)
+
+
+State = HeaderState | Body | Done
 
 
 class Machine:
@@ -405,15 +284,14 @@ class Machine:
 
     ``tools``: the declared function names; ``schemas``: their ``parameters`` by name (the
     arguments of a call are checked against them when it ends); ``out``: where what it
-    produces goes (a :class:`~harmony_plugins._steps.Collector`).
+    produces goes (a :class:`~harmony_plugins._steps.Collector`, which also keeps the turn's
+    counts).
     """
 
     __slots__ = (
         "tools", "spaced", "checker", "new_id", "pass_undeclared", "tools_unknown",
-        "any_recipient", "builtins", "out",
-        "build", "at", "text", "alone", "made",
-        "after_call", "stop_reason", "calls", "seen_marker", "recoveries",
-        "outcomes", "leaks", "maybe_calls",
+        "any_recipient", "builtins", "out", "at", "after_call", "stop_reason", "calls",
+        "seen_marker", "maybe_calls",
     )
 
     def __init__(
@@ -426,7 +304,6 @@ class Machine:
         any_recipient: bool = False,
         builtins: frozenset[str] = frozenset(),
         out: Collector | None = None,
-        build: Builders = STEPS,
     ) -> None:
         self.tools = tools
         self.any_recipient = any_recipient
@@ -437,71 +314,50 @@ class Machine:
         self.pass_undeclared = pass_undeclared
         self.tools_unknown = tools_unknown
         self.out = out if out is not None else Collector()
-        self.build = build  # what :attr:`made` builds
-        header = Header(False)
-        self.at: Header | Body | Done = header
+        self.at: State = HeaderState(False)
         """The state, as the object holding its data."""
-        self.text: Callable[..., None] = header.take
-        """``text(text, tokens=0)``: take the next piece of model text (never empty), made of
-        ``tokens`` token ids (0 in text mode), which count as reasoning tokens if it is
-        reasoning. The state's own ``take``, set with the state."""
-        self.alone: Callable[[str, int], Step] = header.alone
-        """Take a feed that is one piece of text (as :meth:`text`, ``tokens`` its ids) and
-        return its step: the usual decode step. In a header, and in a body when the turn
-        keeps no events, this is the state's own ``alone``, which builds the step directly;
-        a front end calls it only as a whole feed, with the collector empty (the turn takes
-        every step)."""
-        self.made: Callable[[str, int], Any] = header.made
-        """As :attr:`alone`, the step built by :attr:`build` (``Turn.decode_ids``); None when
-        there is nothing to show or the step is in the collector."""
         self.after_call = False  # a <|call|> was seen: only calls may follow
         self.stop_reason: str | None = None
         self.calls = 0
         self.seen_marker = False
-        self.recoveries: dict[str, int] = {}  # rule -> times applied, for adapters' counters
-        self.outcomes: dict[str, int] = {}  # call outcome -> calls (rules.OUTCOMES)
-        self.leaks: list[str] = []  # excerpts of the suspected leaks flagged
         self.maybe_calls = 0  # tools unknown: messages whose recipient may name a function
 
     @property
-    def state(self) -> int:
-        """``HEADER``, ``BODY`` or ``DONE``."""
-        return self.at.state
+    def recoveries(self) -> dict[str, int]:
+        """Recovery rules applied so far, with how often."""
+        return self.out.recoveries
 
     @property
-    def route(self) -> int | None:
-        """The route of the body being read (None outside a body)."""
-        return self.at.route
+    def outcomes(self) -> dict[str, int]:
+        """Calls so far by outcome (``rules.OUTCOMES``)."""
+        return self.out.outcomes
+
+    @property
+    def leaks(self) -> list[str]:
+        """Excerpts of the suspected leaks flagged so far."""
+        return self.out.leaks
 
     @property
     def reasoning_tokens(self) -> int:
         """Tokens of reasoning text so far (usage figures)."""
         return self.out.reasoning_tokens
 
-    def count_outcome(self, outcome: str) -> None:
-        """Count one call's outcome (``rules.OUTCOMES``)."""
-        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
-
     # -- input ---------------------------------------------------------------------------
 
-    def _alone(self, text: str, tokens: int) -> Step:
-        """:attr:`alone` outside a body (or keeping events): the text, then the step."""
-        self.text(text, tokens)
-        return self.out.step()
-
-    def _made(self, text: str, tokens: int) -> None:
-        """:attr:`made` outside a body (or keeping events): the text, to the collector."""
-        self.text(text, tokens)
+    def text(self, text: str, tokens: int = 0) -> None:
+        """Take the next piece of model text (never empty), made of ``tokens`` token ids (0
+        in text mode), which count as reasoning tokens if it is reasoning."""
+        self.at.take(text, tokens)
 
     def marker(self, marker: int) -> None:
         """Take the next control token."""
-        if marker == mk.IGNORED:
+        if marker == hm.IGNORED:
             self.recover(rules.IGNORED_TOKEN)
             return
         at = self.at
         if isinstance(at, Body):
             self._body_marker(at, marker)
-        elif isinstance(at, Header):
+        elif isinstance(at, HeaderState):
             self._header_marker(at, marker)
         self.seen_marker = True
 
@@ -512,14 +368,14 @@ class Machine:
         ``<|message|>`` right after such an ``<|end|>`` (an empty header: the content it opens
         follows the content before). The text front end then keeps the two sides from spelling
         a control token."""
-        if marker == mk.IGNORED:
-            return not isinstance(self.at, Done)
         at = self.at
+        if marker == hm.IGNORED:
+            return not isinstance(at, Done)
         if isinstance(at, Body):
-            return (marker == mk.MESSAGE or marker == mk.CONSTRAIN
-                    or (marker == mk.END and at.route == CONTENT))
-        return isinstance(at, Header) and (
-            marker == mk.END or (marker == mk.MESSAGE and at.only_free() and not at.pieces))
+            return (marker == hm.MESSAGE or marker == hm.CONSTRAIN
+                    or (marker == hm.END and isinstance(at, ContentBody)))
+        return isinstance(at, HeaderState) and (
+            marker == hm.END or (marker == hm.MESSAGE and at.only_free() and not at.pieces))
 
     def drop_text(self, rule: str, text: str) -> None:
         """Drop model text by ``rule`` on behalf of a front end (counted, carried)."""
@@ -534,7 +390,7 @@ class Machine:
         the engine stopped: ``"stop"``, ``"length"`` or ``"unknown"`` (nothing else in the parse
         depends on it)."""
         at = self.at
-        if isinstance(at, Header):
+        if isinstance(at, HeaderState):
             free = at.only_free()
             at.close_section()
             if free:
@@ -542,7 +398,7 @@ class Machine:
             else:
                 self._header_closed(at, None)
         elif isinstance(at, Body):
-            self._end_body(at, None)
+            at.end(_ENDED_BY[None])
         done = self.at
         if isinstance(done, Done) and done.dropped:
             self.recover(rules.AFTER_END_OF_TURN, "".join(done.dropped))
@@ -559,74 +415,41 @@ class Machine:
     # -- what it hands over ---------------------------------------------------------------
 
     def recover(self, rule: str, text: str = "") -> None:
-        """Apply a recovery rule: hand it over and count it."""
+        """Apply a recovery rule: hand it over (the collector counts it)."""
         self.out.recovery(rule, text)
-        self.recoveries[rule] = self.recoveries.get(rule, 0) + 1
-
-    def leaked(self, found: list[str]) -> None:
-        """Hand over suspected leaks, and count them."""
-        for excerpt in found:
-            self.out.leak(excerpt)
-        self.leaks += found
 
     def _visible(self, text: str, channel: str | None, marker: int | None) -> None:
         """Content that a header rule recovered: a message of its own, in one piece."""
         out = self.out
         out.message_begin("content", counted_channel("content", channel), channel, None, None)
-        out.content(text)
-        scanner = LeakScanner()
-        found = (scanner.feed(text) or []) + (scanner.close() or [])
-        if found:
-            self.leaked(found)
-        out.message_end(_ENDED_BY[marker])
+        body = ContentBody(out)
+        body.take(text, 0)
+        body.end(_ENDED_BY[marker])
 
     # -- states ----------------------------------------------------------------------------
 
-    def _to_header(self, role_given: bool, kind: int = hdr.ROLE, free: bool = False) -> None:
-        header = self.at = Header(role_given, kind, free)
-        self.text = header.take
-        self.alone, self.made = header.alone, header.made  # a header shows nothing, events or not
-
-    def _to_body(self, body: Body) -> None:
-        self.at = body
-        self.text = body.taker()
-        if self.out.events is None:
-            self.alone, self.made = body.alone, body.made
-        else:
-            self.alone, self.made = self._alone, self._made
-
-    def release(self) -> None:
-        """The turn is reported: drop the machine's own methods held as its input (a
-        reference back to itself), so that it is freed by its last reference. Nothing is
-        fed after this: the turn refuses."""
-        self.alone = self.made = _over
-        self.text = _over
-        self.build = STEPS  # a caller's builders may hold the caller
-
     def _to_done(self) -> None:
-        self.alone, self.made = self._alone, self._made
         if not isinstance(self.at, Done):  # a turn closed after it ended keeps its text
-            done = self.at = Done()
-            self.text = done.take
+            self.at = Done()
 
     # -- headers -------------------------------------------------------------------------
 
-    def _header_marker(self, header: Header, marker: int) -> None:
+    def _header_marker(self, header: HeaderState, marker: int) -> None:
         free = header.only_free()
         header.close_section()
-        if marker == mk.CHANNEL or marker == mk.CONSTRAIN:
+        if marker == hm.CHANNEL or marker == hm.CONSTRAIN:
             header.kind = marker
             header.free = False
             if len(header.sections) == 1 and self._forged(header):
                 return
-        elif marker == mk.MESSAGE:
+        elif marker == hm.MESSAGE:
             self._header_complete(header)
-        elif marker == mk.START:
+        elif marker == hm.START:
             if free:
                 self._free_text(header, marker)
             elif not self._final_answer(header, marker) and header.text().strip():
                 self.recover(rules.HEADER_RESTARTED, header.text())
-            self._to_header(True)
+            self.at = HeaderState(True)
         else:  # end, call, return, end of text
             if free:
                 self._free_text(header, marker)
@@ -634,7 +457,7 @@ class Machine:
                 self._header_closed(header, marker)
             self._stop(marker)
 
-    def _free_text(self, header: Header, marker: int | None) -> None:
+    def _free_text(self, header: HeaderState, marker: int | None) -> None:
         """Text between messages (section 2): content, or header junk, or after a call."""
         text = header.text()
         if not text.strip():
@@ -647,7 +470,7 @@ class Machine:
             self.recover(rules.FREE_TEXT)
             self._visible(text, None, marker)
 
-    def _forged(self, header: Header) -> bool:
+    def _forged(self, header: HeaderState) -> bool:
         """End the turn if the role section names someone other than the assistant."""
         kind, text = header.sections[0]
         if kind != hdr.ROLE or not hdr.role_forges(text, header.role_given):
@@ -655,15 +478,15 @@ class Machine:
         self._end_turn_forged(header)
         return True
 
-    def _end_turn_forged(self, header: Header) -> None:
+    def _end_turn_forged(self, header: HeaderState) -> None:
         self.stop_reason = "forged_turn"
         self.recover(rules.FORGED_TURN, header.text())
         self._to_done()
 
-    def _header_closed(self, header: Header, marker: int | None) -> None:
+    def _header_closed(self, header: HeaderState, marker: int | None) -> None:
         """A header ended without ``<|message|>`` (by ``marker``, or by end of stream)."""
         text = header.text()
-        if not self.seen_marker and marker != mk.END and not hdr.is_header_like(text):
+        if not self.seen_marker and marker != hm.END and not hdr.is_header_like(text):
             # No markup at all (a stop token may or may not be there). Text closed by
             # <|end|> is the first message's header, however long (contract section 3).
             self.recover(rules.NO_MARKUP)
@@ -675,7 +498,7 @@ class Machine:
             rule = rules.UNFINISHED_HEADER if marker is None else rules.HEADER_WITHOUT_MESSAGE
             self.recover(rule, text)
 
-    def _final_answer(self, header: Header, marker: int | None) -> bool:
+    def _final_answer(self, header: HeaderState, marker: int | None) -> bool:
         """A ``final`` header that ended without ``<|message|>`` holds the answer (section 3):
         show it and return True, or return False when the header is not of that shape."""
         sections = header.sections
@@ -683,15 +506,15 @@ class Machine:
         if body is None or self.after_call:
             return False
         self.recover(rules.FINAL_WITHOUT_MESSAGE)
-        k = max(i for i, (kind, _) in enumerate(sections) if kind == mk.CHANNEL)
-        rest = hdr.parse_header([*sections[:k], (mk.CHANNEL, mk.FINAL)], header.role_given,
+        k = max(i for i, (kind, _) in enumerate(sections) if kind == hm.CHANNEL)
+        rest = hdr.parse_header([*sections[:k], (hm.CHANNEL, hm.FINAL)], header.role_given,
                                 self.tools, self.spaced)
         if rest.junk:  # words before the channel that no rule uses
             self.recover(rules.HEADER_JUNK, " ".join(rest.junk))
-        self._visible(body, mk.FINAL, marker)
+        self._visible(body, hm.FINAL, marker)
         return True
 
-    def _header_complete(self, header: Header) -> None:
+    def _header_complete(self, header: HeaderState) -> None:
         h = hdr.parse_header(header.sections, header.role_given, self.tools, self.spaced)
         if h.forged:
             self._end_turn_forged(header)
@@ -727,9 +550,9 @@ class Machine:
         name, rule = hdr.resolve_recipient(recipient, self.tools, self.builtins)
         undeclared = name is None and rule == rules.UNDECLARED_FUNCTION
         if undeclared and self.pass_undeclared:
-            name = recipient[len(mk.FUNCTIONS_PREFIX):]
+            name = recipient[len(hm.FUNCTIONS_PREFIX):]
         if name is None and self.any_recipient:  # no tools given: as written
-            self._begin_call(recipient.removeprefix(mk.FUNCTIONS_PREFIX), h, True, recipient)
+            self._begin_call(recipient.removeprefix(hm.FUNCTIONS_PREFIX), h, True, recipient)
         elif name is not None:
             if rule is not None:
                 self.recover(rule)
@@ -743,67 +566,63 @@ class Machine:
         channel = h.channel
         if self.after_call:
             self._drop(rules.AFTER_CALL)
-        elif channel == mk.ANALYSIS:
+        elif channel == hm.ANALYSIS:
             self._begin_text("reasoning", h)
-        elif channel is None or channel == mk.FINAL or channel == mk.COMMENTARY:
+        elif channel is None or channel == hm.FINAL or channel == hm.COMMENTARY:
             self._begin_text("content", h)
         else:  # an unknown channel is treated as chain of thought; its name is counted
             self.recover(rules.UNKNOWN_CHANNEL, channel)
             self._begin_text("reasoning", h)
 
     def _begin_text(self, kind: str, h: hdr.Header) -> None:
-        self.out.message_begin(kind, counted_channel(kind, h.channel), h.channel, None,
-                               h.written_content_type)
-        self._to_body(ReasoningBody(self) if kind == "reasoning" else ContentBody(self))
+        out = self.out
+        out.message_begin(kind, counted_channel(kind, h.channel), h.channel, None,
+                          h.written_content_type)
+        self.at = ReasoningBody(out) if kind == "reasoning" else ContentBody(out)
 
     def _begin_call(self, name: str, h: hdr.Header, undeclared: bool = False,
                     written: str | None = None) -> None:
         # A call passed through undeclared has that outcome, not its arguments' check.
-        body = CallBody(self, self.calls, "" if undeclared else name)
-        self._to_body(body)
-        self.calls += 1
-        recipient = written or recipient_of(name, self.builtins)
         out = self.out
+        index = self.calls
+        self.calls += 1
+        self.at = CallBody(out, index, "" if undeclared else name, self.checker)
+        recipient = written or recipient_of(name, self.builtins)
         out.message_begin("call", counted_channel("call", h.channel, recipient), h.channel,
                           recipient, h.written_content_type)
-        out.call_begin(body.index, self.new_id(), name)
+        out.call_begin(index, self.new_id(), name)
 
     def _drop(self, rule: str) -> None:
-        self._to_body(DropBody(self, rule))
+        self.at = DropBody(self.out, rule)
         if rule == rules.UNDECLARED_FUNCTION:  # a call not surfaced
-            self.count_outcome(rules.UNDECLARED)
+            self.out.count_outcome(rules.UNDECLARED)
 
     # -- bodies --------------------------------------------------------------------------
 
     def _body_marker(self, body: Body, marker: int) -> None:
-        if marker == mk.MESSAGE or marker == mk.CONSTRAIN:
+        if marker == hm.MESSAGE or marker == hm.CONSTRAIN:
             self.recover(rules.STRAY_MARKER)
             return
-        if marker == mk.START or marker == mk.CHANNEL:
+        if marker == hm.START or marker == hm.CHANNEL:
             self.recover(rules.MISSING_END)
-        self._end_body(body, marker)
-        if marker == mk.START:
-            self._to_header(True)
-        elif marker == mk.CHANNEL:
-            self._to_header(False, mk.CHANNEL)
+        body.end(_ENDED_BY[marker])
+        if marker == hm.START:
+            self.at = HeaderState(True)
+        elif marker == hm.CHANNEL:
+            self.at = HeaderState(False, hm.CHANNEL)
         else:
             self._stop(marker)
-
-    def _end_body(self, body: Body, marker: int | None) -> None:
-        """Close the body; ``marker`` ended it (None: the end of the stream)."""
-        body.end(_ENDED_BY[marker])  # the caller moves to the next state
-        self.alone, self.made = self._alone, self._made
 
     def _stop(self, marker: int) -> None:
         """After a message ended by ``marker`` (end, call, return or end of text)."""
         if isinstance(self.at, Done):  # a forged header already ended the turn
             return
-        if marker == mk.END:
-            self._to_header(False, free=True)
+        if marker == hm.END:
+            self.at = HeaderState(False, free=True)
             return
         self.stop_reason = _STOP_REASONS[marker]
-        if marker == mk.CALL:
+        if marker == hm.CALL:
             self.after_call = True
-            self._to_header(False, free=True)
+            self.at = HeaderState(False, free=True)
         else:
             self._to_done()

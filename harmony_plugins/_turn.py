@@ -24,7 +24,7 @@ from typing import Any
 from ._events import ReasoningText
 from ._frontends import IdsInput, TextInput, checked_ids
 from ._machine import Machine
-from ._steps import EMPTY, STEPS, Builders, Collector, Step, fold
+from ._steps import EMPTY, Collector, Step, fold
 from ._tools import builtin_names, declared_tools, tool_table
 from .vocab import Vocab
 
@@ -113,33 +113,27 @@ Observer = Callable[[Summary], None]
 class Turn:
     """One response choice's parse: feed each step, get one :class:`Step` back.
 
-    Feed token ids (:attr:`feed_ids`) or text with literal markers (:attr:`feed_text`),
+    Feed token ids (:meth:`feed_ids`) or text with literal markers (:meth:`feed_text`),
     never both; ``finish`` on the last feed (or :meth:`close`) ends the turn, which reports it
     once. ``encoding`` is the :class:`Vocab` of the ids; ``id_factory`` makes call ids;
     ``observer`` receives the :class:`Summary` (it must not raise: an exception from it
     reaches the caller of the feed that closed the turn). ``events=True``: each step also
     carries its events in order (``Step.events``; the Responses API wants the message
     boundaries); without it no event object is built, only the step's joined parts.
-    ``build``: what :attr:`decode_ids` and :attr:`decode_text` build (:class:`Builders`;
-    default: steps).
 
-    The turn owns its front end (ids or text), its state machine and the collector the
-    machine hands its output to. The feeds are attributes, not methods: once the turn's fast
-    path is open (the first feed, with the tools known), each is its front end's own method,
-    so a decode step is one call into the core; any other step goes through the turn. Bad
-    input raises at the boundary, before any state changes (see
-    :class:`~harmony_plugins._parser.StreamParser`); feeding a closed turn, or both ids and
-    text, raises RuntimeError.
+    The turn owns its front end (ids or text, chosen by the first feed), its state machine
+    and the collector the machine hands its output to; none of them holds a reference back,
+    so a finished turn is freed by its last reference. Bad input raises at the boundary,
+    before any state changes (see :class:`~harmony_plugins._parser.StreamParser`); feeding a
+    closed turn, or both ids and text, raises RuntimeError.
     """
 
-    __slots__ = ("request", "_encoding", "_id_factory", "_observer", "_events", "_build",
-                 "_machine", "_out", "_front", "_ids", "_text", "_fed", "_finish", "summary",
-                 "feed_ids", "feed_text", "decode_ids", "decode_text")
+    __slots__ = ("request", "_encoding", "_id_factory", "_observer", "_events", "_machine",
+                 "_out", "_front", "_fed", "_finish", "summary")
 
     def __init__(self, request: Request, encoding: Vocab | None = None, *,
                  id_factory: Callable[[], str] | None = None,
-                 observer: Observer | None = None, events: bool = False,
-                 build: Builders = STEPS) -> None:
+                 observer: Observer | None = None, events: bool = False) -> None:
         if id_factory is not None and not callable(id_factory):
             raise TypeError("id_factory must be a callable returning a call id")
         self.request = request
@@ -147,39 +141,14 @@ class Turn:
         self._id_factory = id_factory
         self._observer = observer
         self._events = events
-        self._build = build
         self._machine: Machine | None = None
         self._out = Collector(events)  # where the machine puts what each feed produces
         self._front: IdsInput | TextInput | None = None
-        # The front end of an open turn whose tools are known, by kind: the feeds' fast path.
-        self._ids: IdsInput | None = None
-        self._text: TextInput | None = None
         # While the tools are unknown: every feed so far, to parse again once they are.
         self._fed: list[Any] | None = None if request.tools_known else []
         self._finish: str | None = None  # set by close()
         self.summary: Summary | None = None
         """Set when the turn has been reported (at close; see :meth:`declare`)."""
-        self.feed_ids: Callable[..., Step] = self._feed_ids
-        """``feed_ids(ids, finish=None)``: one step's token ids; with ``finish`` (``"stop"``,
-        ``"length"`` or ``"unknown"``: :data:`FINISHES`) the last one; returns its
-        :class:`Step`.
-
-        ``ids`` is a list of ints (the fast path; other iterables of integers are accepted).
-        A non-int id raises TypeError before any id of the delta is consumed. Ids outside
-        the vocabulary are skipped and counted (``unknown_token``). Once the fast path is
-        open this is the ids front end's ``fed`` (look it up per call, as an attribute: a
-        reference taken before the first feed stays on the turn's general path)."""
-        self.feed_text: Callable[..., Step] = self._feed_text
-        """``feed_text(text, finish=None)``: one step's text (markers spelled literally);
-        ``finish`` as in :attr:`feed_ids`. TypeError if ``text`` is not a str."""
-        self.decode_ids: Callable[[list[int]], Any] = self._decode
-        """One decode step's ids (not the last: :attr:`feed_ids` with ``finish`` ends the
-        turn), its step built by the turn's ``build``: a step that is one piece of one kind
-        comes straight from that piece's builder, with no :class:`Step` made (the usual decode
-        step); any other through ``build.step``. Otherwise as :attr:`feed_ids`. Once the fast
-        path is open it is the front end's ``made`` itself (one call per decode step)."""
-        self.decode_text: Callable[[str], Any] = self._decode_text
-        """As :attr:`decode_ids`, for one decode step's text (:attr:`feed_text`)."""
 
     @property
     def machine(self) -> Machine:
@@ -194,7 +163,7 @@ class Turn:
         machine = self._machine = Machine(
             names, self._id_factory, request.pass_undeclared, schemas,
             not request.tools_known, request.any_recipient, builtin_names(declared),
-            self._out, self._build)
+            self._out)
         return machine
 
     @property
@@ -232,19 +201,16 @@ class Turn:
             raise RuntimeError("Turn.declare() on a turn whose tools are known or settled")
         self._fed = None
         self.request = self.request.with_tools(tools)
-        kind = self._front.__class__ if self._front is not None else None
+        by_ids = isinstance(self._front, IdsInput)
         finish, self._finish = self._finish, None
-        _let_go(self._front, self._machine)  # the parse without the tools, replaced
-        self._machine = self._front = self._ids = self._text = None
-        self._general()
+        self._machine = self._front = None  # the parse without the tools, replaced
         self._out = Collector(self._events)
-        steps = [self.feed_ids(piece) if kind is IdsInput else self.feed_text(piece)
-                 for piece in fed]
+        steps = [self.feed_ids(piece) if by_ids else self.feed_text(piece) for piece in fed]
         if finish is not None:
             steps.append(self.close(finish))
         step = fold(steps)
-        events = [e for e in step.events if e.__class__ is not ReasoningText]
-        return step._replace(reasoning="", events=events if step.events else ())
+        events = tuple(e for e in step.events if not isinstance(e, ReasoningText))
+        return step._replace(reasoning="", events=events)
 
     def settle(self) -> None:
         """The tools of a turn built with ``tools_known=False`` will never be given: close it
@@ -266,62 +232,57 @@ class Turn:
     @property
     def fed_ids(self) -> bool:
         """Whether this turn was fed token ids (not text)."""
-        return self._front.__class__ is IdsInput
+        return isinstance(self._front, IdsInput)
 
     @property
     def reasoning_tokens(self) -> int:
         """Token ids fed so far that were reasoning text."""
         return self._out.reasoning_tokens
 
-    def _general(self) -> None:
-        """The feeds through the turn (the fast path closed, or not open yet)."""
-        self.feed_ids = self._feed_ids
-        self.feed_text = self._feed_text
-        self.decode_ids = self._decode
-        self.decode_text = self._decode_text
+    def feed_ids(self, ids: Iterable[int], finish: str | None = None) -> Step:
+        """One step's token ids; with ``finish`` (``"stop"``, ``"length"`` or ``"unknown"``:
+        :data:`FINISHES`) the last one; returns its :class:`Step`.
 
-    def _feed_ids(self, ids: Iterable[int], finish: str | None = None) -> Step:
-        """:attr:`feed_ids` through the turn."""
-        front = self._ids
-        if front is not None and finish is None:  # every decode step but the last
-            return front.feed(ids) or self._out.step()
+        ``ids`` is a list of ints (other iterables of integers are accepted). A non-int id
+        raises TypeError before any id of the delta is consumed. Ids outside the vocabulary
+        are skipped and counted (``unknown_token``).
+        """
+        front = self._front
+        if (front.__class__ is not IdsInput or finish is not None or self._fed is not None
+                or self._finish is not None):
+            return self._feed(IdsInput, ids, finish)
+        front.feed(ids)  # a decode step of an open turn: the usual feed
+        return self._out.step()
+
+    def feed_text(self, text: str, finish: str | None = None) -> Step:
+        """One step's text (markers spelled literally); ``finish`` as in :meth:`feed_ids`.
+        TypeError if ``text`` is not a str."""
+        front = self._front
+        if (front.__class__ is not TextInput or finish is not None or self._fed is not None
+                or self._finish is not None or text.__class__ is not str):
+            return self._feed(TextInput, text, finish)
+        if text:
+            front.feed(text)
+        return self._out.step()
+
+    def _feed(self, kind: type[IdsInput] | type[TextInput], data: Any,
+              finish: str | None) -> Step:
+        """Any feed but an open turn's decode step: the first (which starts the front end),
+        the last (``finish``), one kept to parse again (tools unknown), or one refused."""
+        name = "feed_ids" if kind is IdsInput else "feed_text"
+        if kind is TextInput and not isinstance(data, str):
+            raise TypeError(f"feed_text() takes a str, not {type(data).__name__}")
         if finish is not None:
             check_finish(finish)
-        front = self._front_for(IdsInput, "feed_ids")
+        front = self._front_for(kind, name)
         if self._fed is not None:
-            ids = checked_ids(ids)
-            self._fed.append(ids)
-        step = front.feed(ids)
-        return self._last(finish, step)
-
-    def _decode(self, ids: list[int]) -> Any:
-        """:attr:`decode_ids` while the fast path is not open (the first feed, a turn whose
-        tools are unknown, a closed turn): :attr:`feed_ids`, its step built."""
-        return self._build.step(self._feed_ids(ids))
-
-    def _decode_text(self, text: str) -> Any:
-        """:attr:`decode_text` while the fast path is not open."""
-        return self._build.step(self._feed_text(text))
-
-    def _stepped(self, step: Step | None = None) -> Any:
-        """A step built (None: the one the collector gathered), for the front end's
-        ``made``."""
-        return self._build.step(self._out.step() if step is None else step)
-
-    def _feed_text(self, text: str, finish: str | None = None) -> Step:
-        """:attr:`feed_text` through the turn."""
-        front = self._text
-        if front is not None and finish is None and text.__class__ is str:
-            return (text and front.feed(text)) or self._out.step()
-        if not isinstance(text, str):
-            raise TypeError(f"feed_text() takes a str, not {type(text).__name__}")
-        if finish is not None:
-            check_finish(finish)
-        front = self._front_for(TextInput, "feed_text")
-        if self._fed is not None:
-            self._fed.append(text)
-        step = front.feed(text) if text else None
-        return self._last(finish, step)
+            if kind is IdsInput:
+                data = checked_ids(data)
+            self._fed.append(data)
+        if kind is IdsInput or data:
+            front.feed(data)
+        step = self._out.step()
+        return step if finish is None else fold((step, self.close(finish)))
 
     def _front_for(self, kind: type[IdsInput] | type[TextInput], name: str) -> Any:
         """The front end of ``kind`` (started on the first feed), or RuntimeError."""
@@ -332,29 +293,13 @@ class Turn:
             machine = self.machine  # reads the tools: may raise before anything is fed
             if kind is IdsInput:
                 vocab = self._encoding or Vocab.o200k_harmony()
-                front = self._front = IdsInput(machine, vocab.table, self._stepped,
-                                               self._feed_ids)
-                if self._fed is None:  # the fast path (a turn that may parse again: not)
-                    self._ids = front
-                    self.feed_ids = front.fed
-                    self.decode_ids = front.made
+                front = self._front = IdsInput(machine, vocab.table)
             else:
-                front = self._front = TextInput(machine, self._stepped, self._feed_text)
-                if self._fed is None:
-                    self._text = front
-                    self.feed_text = front.fed
-                    self.decode_text = front.made
+                front = self._front = TextInput(machine)
         elif front.__class__ is not kind:
             other = "feed_text" if kind is IdsInput else "feed_ids"
             raise RuntimeError(f"Turn.{name}() on a turn already fed with {other}()")
         return front
-
-    def _last(self, finish: str | None, step: Step | None) -> Step:
-        if step is None:
-            step = self._out.step()
-        if finish is not None:
-            return fold((step, self.close(finish)))
-        return step
 
     def close(self, finish: str = "stop") -> Step:
         """End the turn; returns the last step (with ``finish`` set). ``finish`` is why the
@@ -369,8 +314,6 @@ class Turn:
         front = self._front
         if front is not None:
             front.flush()
-        self._ids = self._text = None
-        self._general()
         machine.close(finish)
         step = self._out.step()
         if self._fed is None:  # else reported once the tools are known (declare / settle)
@@ -378,42 +321,11 @@ class Turn:
         return step
 
     def _summarise(self) -> None:
-        machine = self.machine
-        summary = self.summary = Summary(dict(machine.recoveries), dict(machine.outcomes),
-                                         list(machine.leaks))
-        self._release(machine)
+        out = self._out
+        summary = self.summary = Summary(dict(out.recoveries), dict(out.outcomes),
+                                         list(out.leaks))
         if self._observer is not None:
             self._observer(summary)
-
-    def _release(self, machine: Machine) -> None:
-        """Let go of every reference back into the turn once it is reported: its feeds
-        become functions that hold no turn (they refuse, as a closed turn's feeds do), its
-        front end and machine drop the turn's and their own methods, and its builders (an
-        adapter's, which may hold the adapter's objects) go. A finished turn is then freed
-        when its last reference goes, not left to the cyclic garbage collector."""
-        self.feed_ids = self.decode_ids = _refuse_ids
-        self.feed_text = self.decode_text = _refuse_text
-        self._build = STEPS
-        _let_go(self._front, machine)
-
-
-def _let_go(front: IdsInput | TextInput | None, machine: Machine | None) -> None:
-    """Drop a front end's and a machine's references back to their turn and themselves:
-    a reported turn's, and a parse that :meth:`Turn.declare` replaces."""
-    if front is not None:
-        front.stepped = front.general = None
-    if machine is not None:
-        machine.release()
-
-
-def _refuse_ids(ids: Any, finish: str | None = None) -> Any:
-    """A reported turn's :attr:`Turn.feed_ids` and :attr:`Turn.decode_ids`."""
-    raise RuntimeError("Turn.feed_ids() after close()")
-
-
-def _refuse_text(text: Any, finish: str | None = None) -> Any:
-    """A reported turn's :attr:`Turn.feed_text` and :attr:`Turn.decode_text`."""
-    raise RuntimeError("Turn.feed_text() after close()")
 
 
 def count_reasoning_tokens(ids: Iterable[int], request: Request,

@@ -47,8 +47,6 @@ from sglang.srt.parser.reasoning_parser import (
 )
 
 from harmony_plugins import (
-    STEPS,
-    Builders,
     Request,
     Step,
     Turn,
@@ -75,16 +73,15 @@ FORWARD_UNKNOWN_TOOLS = "SGLANG_FORWARD_UNKNOWN_TOOLS"
 logger = logging.getLogger("sglang_ext")
 _count = metrics.Counting(logger)
 _report = metrics.Counting(logger, count=False)  # without --enable-metrics: the log line only
-_current = links.CURRENT.get
 
 
 def new_turn(tools: Iterable[Any] | None, tool_choice: Any = None, *,
-             tools_known: bool = True, build: Builders = STEPS) -> Turn:
+             tools_known: bool = True) -> Turn:
     """A choice's turn: the request's full tools (or, ``tools_known=False``, tools to be
-    given later), and SGLang's switch or ours; ``build``: what its decode steps make."""
+    given later), and SGLang's switch or ours."""
     request = Request(tools, tool_choice, pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS),
                       tools_known=tools_known)
-    return Turn(request, observer=_count if metrics_enabled() else _report, build=build)
+    return Turn(request, observer=_count if metrics_enabled() else _report)
 
 
 once = Once(logger)
@@ -149,28 +146,22 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
         """The choice's link, holding its turn (started on first use)."""
         link = self._link
         if link is None:
-            link = links.Link(results.BUILD, ReasoningResult, results.REASONING_PLAIN)
-            build = link.builders()
             request = self._request
             choice = getattr(request, "tool_choice", None)
             if not self.hands_off and not (request is not None and Request(None, choice).calls_off):
                 # No tool parser follows: the turn never has tools. (With tool_choice "none"
                 # SGLang runs none either, and then the request declares nothing: that is a
                 # turn whose tools are known.)
-                turn = new_turn(None, tools_known=False, build=build)
+                turn = new_turn(None, tools_known=False)
             elif request is not None:
-                turn = new_turn(chat_request_tools(request), getattr(request, "tool_choice", None),
-                                build=build)
+                turn = new_turn(chat_request_tools(request), choice)
             else:  # the tool detector will give them
-                turn = new_turn(None, tools_known=False, build=build)
-            link = self._link = link.start(turn)
+                turn = new_turn(None, tools_known=False)
+            link = self._link = links.Link(turn)
         return link
 
     def parse_streaming_increment(self, new_text: str) -> ReasoningResult:
-        link = self._link or self.link
-        if self.hands_off and self.stream_reasoning:  # the usual decode step: the link's
-            decode = link.turn.decode_text  # builders make the result, queue the rest
-            return decode(new_text)
+        link = self.link
         return self._result(link, link.turn.feed_text(new_text), final=False)
 
     def finish(self) -> ReasoningResult:
@@ -242,7 +233,7 @@ class HarmonyExtDetector(BaseFormatDetector):
 
     def _linked(self) -> links.Link | None:
         """This call's link from our reasoning detector, checked; None: parse it ourselves."""
-        link = _current()
+        link = links.CURRENT.get()
         if link is not None and (link is self._link or link.claim(self)):
             self._link = link
             return link
@@ -260,16 +251,9 @@ class HarmonyExtDetector(BaseFormatDetector):
     # -- streaming ---------------------------------------------------------------------
 
     def parse_streaming_increment(self, new_text: str, tools: list[Any]) -> StreamingParseResult:
-        link = _current()
-        if link is None or link is not self._link:  # not the usual step: check the link
-            link = self._linked()
+        link = self._linked()
         if link is not None:
-            result = link.quick(new_text)
-            if result is not None:  # the usual step: the text handed over, or one piece
-                return result
             steps = link.take(new_text, tools)
-            if not steps:  # a step of reasoning: nothing for this detector
-                return link.empty()
         else:
             steps = [self._own_turn(tools).feed_text(new_text)]
         return self._stream(steps)
@@ -293,16 +277,9 @@ class HarmonyExtDetector(BaseFormatDetector):
         return own
 
     def _stream(self, steps: list[Step]) -> StreamingParseResult:
-        build = results.BUILD
-        step = steps[0] if len(steps) == 1 else fold(steps)
-        content, calls, ended = step[1], step[2], step[3]
-        if not calls and not ended:  # the usual decode step: text, or nothing
-            return build.result(content, [])
-        if len(calls) == 1 and not ended and not content and calls[0].id is None:
-            call = calls[0]  # one piece of one call's arguments
-            return build.argument_piece("", call.index, call.arguments)
+        step = fold(steps)
         items: list[ToolCallItem] = []
-        for call in calls:
+        for call in step.calls:
             index = call.index  # the turn's: 0, 1, 2... per response, as SGLang's
             if call.id is not None:
                 if index:  # SGLang reads only the last entry: let the earlier one go
@@ -312,15 +289,17 @@ class HarmonyExtDetector(BaseFormatDetector):
                 self.streamed_args_for_tool.append("")
                 self.current_tool_id = index
                 self.current_tool_name_sent = True
-                items.append(build.named(index, call.name, call.arguments))
+                items.append(results.call_item({"tool_index": index, "name": call.name,
+                                                "parameters": call.arguments}))
             elif call.arguments:
-                items.append(build.piece(index, call.arguments))
-        for end in ended:
+                items.append(results.call_item({"tool_index": index,
+                                                "parameters": call.arguments}))
+        for end in step.ended:
             if end.index == self.current_tool_id:  # an earlier call's entry was let go
                 # Once per call: appending to these strings per piece would be quadratic.
                 self.streamed_args_for_tool[end.index] = end.arguments
                 self.prev_tool_call_arr[end.index]["arguments"] = end.arguments
-        return build.result(content, items)
+        return results.result({"normal_text": step.content, "calls": items})
 
     # -- whole output ------------------------------------------------------------------
 
@@ -344,10 +323,10 @@ class HarmonyExtDetector(BaseFormatDetector):
             steps = [self._parse_whole(text, tools)]
         step = fold(steps)
         whole = {end.index: end.arguments for end in step.ended}  # checked, "{}" if none
-        build = results.BUILD
-        return build.result(step.content, [
-            build.named(call.index, call.name, whole.get(call.index, call.arguments))
-            for call in step.calls if call.id is not None])
+        return results.result({"normal_text": step.content, "calls": [
+            results.call_item({"tool_index": call.index, "name": call.name,
+                               "parameters": whole.get(call.index, call.arguments)})
+            for call in step.calls if call.id is not None]})
 
     def _parse_whole(self, text: str, tools: list[Any] | None) -> Step:
         """Parse raw output once; ``has_tool_call`` and ``detect_and_parse`` share the result.

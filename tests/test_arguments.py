@@ -6,12 +6,10 @@ from __future__ import annotations
 import pytest
 
 from harmony_plugins import (
-    Builders,
     Request,
     StreamParser,
     ToolCallEnd,
     Turn,
-    _arguments,
     parse_ids,
     parse_text,
     rules,
@@ -57,55 +55,17 @@ def test_many_argument_pieces_in_one_delta_complete():
     assert message["tool_calls"][0]["function"]["arguments"] == "a" * 64_000
 
 
-# --- PLAIN: the remembered answer for a decode step's piece ---------------------------------
-
-PLAIN_PIECES = [" hello", "abc", "", "é", " 分析", "\n", ":", "'", "()", "<|"]
-STRUCTURAL_PIECES = ["{", "}", "[", "]", '"', "\\", ' "a', "x\\", "[1", '\\"', '{"']
-
-
-@pytest.mark.parametrize("text", PLAIN_PIECES + STRUCTURAL_PIECES)
-def test_plain_says_whether_a_piece_has_a_bracket_quote_or_backslash(text):
-    answer = text in PLAIN_PIECES  # written above by hand
-    fresh = _arguments.PlainPieces()
-    assert fresh[text] is answer  # asked the first time (searched)
-    assert fresh[text] is answer  # asked again (remembered)
-    assert text in fresh
-
-
-def test_plain_remembers_no_more_than_its_bound(monkeypatch):
-    monkeypatch.setattr(_arguments, "REMEMBERED", 2)
-    fresh = _arguments.PlainPieces()
-    texts = [" a", " b", ' "c', " d"]
-    assert [fresh[t] for t in texts] == [True, True, False, True]
-    assert [fresh[t] for t in texts] == [True, True, False, True]  # the same, unremembered
-    assert sorted(fresh) == [" a", " b"]
-
-
-def test_a_call_decoded_one_token_at_a_time_keeps_its_structural_pieces():
-    """Pieces with and without structure, each one decode step: the arguments come whole,
-    each piece once, and end with the JSON value (the junk after it dropped), whether or
-    not PLAIN already knew the pieces."""
-    arguments = '{"path": "a \\"b\\" [c]", "n": [1, {"x": "}"}]}'
-    text = ("<|channel|>commentary to=functions.f<|constrain|>json<|message|>" + arguments
-            + " ]")
-    for _ in range(2):  # the second time, every piece is remembered
-        turn = Turn(Request([{"type": "function", "function": {"name": "f"}}]),
-                    build=Builders(str, str, lambda index, piece: piece, lambda step: step))
-        pieces = [turn.decode_ids([t]) for t in ENCODING.encode(text, allowed_special="all")]
-        end = turn.close("stop")
-        got = "".join(p if isinstance(p, str) else "".join(c.arguments for c in p.calls)
-                      for p in pieces if p is not None)
-        assert got + "".join(c.arguments for c in end.calls) == arguments
+# --- pieces with and without structure -------------------------------------------------------
 
 
 def test_a_call_fed_one_token_at_a_time_keeps_its_structural_pieces():
-    """As above, through ``feed_ids`` (one token's piece answered by PLAIN there too), and
-    through a delta of several tokens (searched)."""
+    """Pieces with and without structure, one token per delta (twice) and three: the arguments
+    come whole, each piece once, and end with the JSON value (the junk after it dropped)."""
     arguments = '{"path": "a \\"b\\" [c]", "n": [1, {"x": "}"}]}'
     text = ("<|channel|>commentary to=functions.f<|constrain|>json<|message|>" + arguments
             + " ]")
     ids = ENCODING.encode(text, allowed_special="all")
-    for size in (1, 1, 3):  # the second time, every piece is remembered
+    for size in (1, 1, 3):
         turn = Turn(Request([{"type": "function", "function": {"name": "f"}}]))
         steps = [turn.feed_ids(ids[i:i + size]) for i in range(0, len(ids), size)]
         steps.append(turn.close("stop"))

@@ -1,4 +1,4 @@
-"""Tests written from the contract (shared/docs/harmony-contract.md), not from the parser.
+"""Tests written from the contract (docs/contract.md), not from the parser.
 
 Every case of :mod:`contract_cases` runs through both front ends (``parse_text`` and
 ``parse_ids``), then streamed one character / one token at a time and in random chunks
@@ -11,7 +11,6 @@ client) are marked ``AMBIGUOUS:`` here and in ``contract_cases.py``.
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
 import re
@@ -23,8 +22,6 @@ from pathlib import Path
 import pytest
 
 from harmony_plugins import (
-    Builders,
-    CallDelta,
     ChatResult,
     EndOfTurn,
     Recovery,
@@ -213,59 +210,6 @@ def test_any_cut(case: Case):
                 chunks(case.text, rng, 9), "text", case.tools, case.finish)
             check_events(events)
             assert norm(merged) == case.expected(), f"text, seed {seed}"
-
-
-def _tagging_builders() -> Builders:
-    """Builders that say which path built each step, and build it as the contract's Step."""
-    return Builders(
-        lambda text: ("reasoning", Step(reasoning=text)),
-        lambda text: ("content", Step(content=text)),
-        lambda index, text: ("arguments", Step(calls=(CallDelta(index, None, None, text),))),
-        lambda step: ("step", step))
-
-
-def _numbered_ids():
-    numbers = itertools.count(1)
-    return lambda: f"call_{next(numbers)}"
-
-
-@pytest.mark.parametrize("case", _params("ids"))
-def test_decode_ids_builds_the_steps_feed_ids_gives(case: Case):
-    """Turn.decode_ids with a caller's builders: delta by delta the step feed_ids gives (one
-    token per delta, and random cuts), and together the contract's result."""
-    ids = ids_of(case)
-    rng = random.Random(case.id)
-    for units in ([ids[i:i + 1] for i in range(len(ids))], chunks(ids, rng, 5)):
-        plain = Turn(Request(case.tools), id_factory=_numbered_ids())
-        built = Turn(Request(case.tools), id_factory=_numbered_ids(), build=_tagging_builders())
-        result = ChatResult()
-        for unit in units:
-            kind, step = built.decode_ids(unit)
-            assert step == plain.feed_ids(unit), (kind, unit)
-            result.add(step)
-        last = built.close(case.finish)
-        assert last == plain.close(case.finish)
-        result.add(last)
-        assert built.reasoning_tokens == plain.reasoning_tokens
-        assert norm(result.message()) == case.expected()
-
-
-@pytest.mark.parametrize("case", _params("text"))
-def test_decode_text_builds_the_steps_feed_text_gives(case: Case):
-    """Turn.decode_text, the same for text (one character per delta, and random cuts)."""
-    rng = random.Random(case.id)
-    for units in (list(case.text), chunks(case.text, rng, 9)):
-        plain = Turn(Request(case.tools), id_factory=_numbered_ids())
-        built = Turn(Request(case.tools), id_factory=_numbered_ids(), build=_tagging_builders())
-        result = ChatResult()
-        for unit in units:
-            kind, step = built.decode_text(unit)
-            assert step == plain.feed_text(unit), (kind, unit)
-            result.add(step)
-        last = built.close(case.finish)
-        assert last == plain.close(case.finish)
-        result.add(last)
-        assert norm(result.message()) == case.expected()
 
 
 DROPPED = [pytest.param(c, id=c.id, marks=_marks(c)) for c in CASES if c.dropped]
@@ -754,7 +698,6 @@ TOOLS_LATE_DIVERGES: set[str] = set()
 
 
 def test_tools_given_late_limit_bare_name_on_analysis():
-    from harmony_plugins import Request, Turn
 
     text = '<|channel|>analysis get_weather<|message|>{"city":"Oslo"}<|call|>'
     assert norm(parse_text(text, W))["tool_calls"] == [("get_weather", '{"city":"Oslo"}')]
@@ -768,7 +711,6 @@ def test_tools_given_late_limit_bare_name_on_analysis():
 def test_tools_given_late_give_the_same_result(case: Case):
     """A turn that learns the request's tools part-way (Turn.declare, as SGLang's detectors
     do when used outside a server) ends with the contract's result, cut anywhere."""
-    from harmony_plugins import Request, Step, Turn
 
     for cut in sorted({0, len(case.text) // 3, len(case.text) // 2, len(case.text)}):
         turn = Turn(Request(None, tools_known=False))

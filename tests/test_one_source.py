@@ -1,6 +1,6 @@
 """Harmony is decided in one place: rules over the product's source, checked by reading it.
 
-Three rules (docs/architecture.md, "Rules the code keeps"):
+Four rules (docs/architecture.md, "Rules the code keeps"):
 
 1. **One spelling.** A string constant in the product (docstrings aside) that spells a control
    token, a channel name, ``functions.`` or ``to=`` is in the facts table
@@ -12,6 +12,10 @@ Three rules (docs/architecture.md, "Rules the code keeps"):
    ``shutil`` and call no ``open``; the I/O is done at the edges: the command line
    (``cli.py``), the shipped data's reader (``data/``) and the engine glue
    (``adapter_support/``).
+4. **The glue sits on the core.** The core's modules import nothing from the engine glue
+   (``harmony_plugins.adapter_support``) but the two that face outside code as the adapters
+   do: the command line (``cli.py``) and the drop-in for openai-harmony's parser
+   (``compat.py``, whose messages are built as the adapters build theirs).
 
 Each rule's check is shown to fail on a sample that breaks it, so an empty list means something.
 """
@@ -140,3 +144,46 @@ def test_the_io_check_can_fail_and_the_edges_are_where_the_io_is():
                                     "m:3: import logging.handlers", "m:5: open(...)"]
     edges = {name for name, tree in sources("harmony_plugins") if io_uses(name, tree)}
     assert edges and all(name.startswith(EDGES) for name in edges)
+
+
+FACES = {"harmony_plugins/cli.py", "harmony_plugins/compat.py"}
+GLUE = "harmony_plugins.adapter_support"
+
+
+def glue_imports(name: str, tree: ast.Module) -> list[str]:
+    """Where a module imports the engine glue, relative imports resolved from its path."""
+    package = name.removesuffix(".py").split("/")[:-1]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[:len(package) - node.level + 1] if node.level else [])
+            module = ".".join(part for part in (base, node.module) if part)
+            modules = [module] + [f"{module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        if any(m == GLUE or m.startswith(GLUE + ".") for m in modules):
+            found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def test_the_core_imports_the_glue_only_where_it_faces_outside_code():
+    found = [line for name, tree in sources("harmony_plugins")
+             if not name.startswith("harmony_plugins/adapter_support/") and name not in FACES
+             for line in glue_imports(name, tree)]
+    assert found == []
+
+
+def test_the_glue_check_can_fail_and_sees_the_faces():
+    sample = ast.parse("from ..adapter_support import once\nfrom . import adapter_support\n"
+                       "import harmony_plugins.adapter_support.models\nfrom .. import rules\n"
+                       "from ._header import ROLE\n")
+    assert glue_imports("harmony_plugins/prompt/_x.py", sample) == [
+        "harmony_plugins/prompt/_x.py:1", "harmony_plugins/prompt/_x.py:3"]
+    assert glue_imports("harmony_plugins/_x.py", sample) == [
+        "harmony_plugins/_x.py:2", "harmony_plugins/_x.py:3"]
+    faces = {name for name, tree in sources("harmony_plugins")
+             if not name.startswith("harmony_plugins/adapter_support/")
+             and glue_imports(name, tree)}
+    assert faces == FACES

@@ -10,7 +10,6 @@ from types import MappingProxyType, SimpleNamespace
 import pytest
 
 from harmony_plugins import (
-    Builders,
     ChatResult,
     ContentText,
     MessageBegin,
@@ -20,7 +19,6 @@ from harmony_plugins import (
     Step,
     StreamParser,
     ToolCallBegin,
-    ToolCallEnd,
     Turn,
     fold,
     parse_ids,
@@ -277,7 +275,7 @@ def test_stream_parser_refuses_feeds_after_close_even_once_fed(feed, data):
 
 
 @pytest.mark.parametrize("events", [False, True])
-@pytest.mark.parametrize("feed", ["feed_ids", "feed_text", "decode_ids", "decode_text"])
+@pytest.mark.parametrize("feed", ["feed_ids", "feed_text"])
 def test_a_reported_turn_is_freed_by_its_last_reference(feed, events):
     """A finished turn holds no reference back to itself: freed at once, not left to the
     cyclic collector (a server finishes a turn per response); and its feeds still refuse."""
@@ -429,79 +427,6 @@ def test_chat_request_tools_include_those_on_system_and_developer_messages():
     assert chat_request_tools({"messages": []}) == []
 
 
-def _tagging(hide_reasoning: bool = False) -> Builders:
-    """Builders that say which path built each step (None: a reasoning builder that hides)."""
-    return Builders(
-        (lambda text: None) if hide_reasoning else (lambda text: ("reasoning", text)),
-        lambda text: ("content", text),
-        lambda index, text: ("arguments", index, text),
-        lambda step: ("step", step))
-
-
-ANALYSIS_THEN_CALL = "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant" + CALL
-
-
-def _one_token_deltas(text: str) -> list[list[int]]:
-    return [[i] for i in o200k.tiktoken_encoding().encode(text, allowed_special="all")]
-
-
-def test_decode_ids_builds_one_piece_steps_with_their_builders_and_the_rest_whole():
-    turn = Turn(Request([WEATHER]), id_factory=lambda: "call_1", build=_tagging())
-    got = [turn.decode_ids(delta) for delta in _one_token_deltas(ANALYSIS_THEN_CALL)]
-    assert [g for g in got if g[0] != "step"] == [
-        ("reasoning", "Think"), ("reasoning", "."),
-        ("arguments", 0, '{"'), ("arguments", 0, "city"), ("arguments", 0, '":'),
-        ("arguments", 0, ' "'), ("arguments", 0, "Paris"), ("arguments", 0, '"}')]
-    whole = [g[1] for g in got if g[0] == "step" and g[1] is not EMPTY]
-    # the call begins at its <|message|>; <|call|> ends it
-    assert [(s.calls, s.ended) for s in whole] == [
-        ((CallDelta(0, "call_1", "get_weather", ""),), ()),
-        ((), (ToolCallEnd(0, '{"city": "Paris"}', rules.SURFACED),))]
-    assert turn.reasoning_tokens == 2
-
-
-def test_decode_text_builds_one_piece_steps_with_their_builders_and_the_rest_whole():
-    """The same for text (as SGLang's detokenizer hands it): a delta with a ``<`` that is no
-    marker (``a<b``) is a whole step too, and the text is not counted in tokens."""
-    encoding = o200k.tiktoken_encoding()
-    pieces = [encoding.decode([d[0]]) for d in _one_token_deltas(ANALYSIS_THEN_CALL)]
-    pieces[5:5] = [" a<b"]  # the end of the analysis, after "Think" and "."
-    turn = Turn(Request([WEATHER]), id_factory=lambda: "call_1", build=_tagging())
-    got = [turn.decode_text(piece) for piece in pieces]
-    assert [g for g in got if g[0] != "step"] == [
-        ("reasoning", "Think"), ("reasoning", "."),
-        ("arguments", 0, '{"'), ("arguments", 0, "city"), ("arguments", 0, '":'),
-        ("arguments", 0, ' "'), ("arguments", 0, "Paris"), ("arguments", 0, '"}')]
-    whole = [g[1] for g in got if g[0] == "step" and g[1] is not EMPTY]
-    assert [(s.reasoning, s.calls, s.ended) for s in whole] == [
-        (" a<b", (), ()),
-        ("", (CallDelta(0, "call_1", "get_weather", ""),), ()),
-        ("", (), (ToolCallEnd(0, '{"city": "Paris"}', rules.SURFACED),))]
-    assert turn.reasoning_tokens == 0
-
-
-def test_decode_ids_with_a_builder_that_hides_hands_over_the_empty_step():
-    turn = Turn(Request([WEATHER]), build=_tagging(hide_reasoning=True))
-    got = [turn.decode_ids(delta) for delta in _one_token_deltas(ANALYSIS_THEN_CALL)[:5]]
-    assert got[3:] == [("step", EMPTY), ("step", EMPTY)]  # "Think", "."
-    assert turn.reasoning_tokens == 2
-
-
-@pytest.mark.parametrize("how", ["events", "tools_unknown", "several_tokens"])
-def test_decode_ids_hands_every_step_whole_where_a_step_is_more_than_one_piece(how):
-    """A turn that keeps events (Responses), one whose tools are unknown (it may parse again),
-    and deltas of several tokens: every step goes to the step builder."""
-    request = Request([WEATHER], tools_known=how != "tools_unknown")
-    turn = Turn(request, events=how == "events", build=_tagging())
-    deltas = _one_token_deltas(ANALYSIS_THEN_CALL)[:5]
-    if how == "several_tokens":
-        deltas = [deltas[0] + deltas[1] + deltas[2], deltas[3] + deltas[4]]
-    got = [turn.decode_ids(delta) for delta in deltas]
-    assert {g[0] for g in got} == {"step"}
-    assert "".join(g[1].reasoning for g in got) == "Think."
-    assert bool(got[-1][1].events) is (how == "events")
-
-
 def test_fold_keeps_each_calls_id_and_name_whichever_step_brought_them():
     """Each call's pieces are joined under its first appearance, with the id and name of the
     step that began it, even when another call's step comes between."""
@@ -527,8 +452,8 @@ def test_fold_keeps_every_steps_events_in_order():
 
 @pytest.mark.parametrize("feed", ["feed_ids", "feed_text"])
 def test_a_feed_looked_up_before_the_first_one_still_parses_each_delta(feed):
-    """A caller that keeps ``turn.feed_text`` from before the first feed keeps the turn's own
-    feed (the fast path opens on the attribute, not on a reference taken earlier)."""
+    """A caller that keeps ``turn.feed_text`` from before the first feed parses with it as
+    with the attribute looked up per call."""
     turn = Turn(Request(None))
     take = getattr(turn, feed)
     pieces = ["<|channel|>final<|message|>", "Hi", " there", ""]

@@ -42,13 +42,13 @@ from harmony_plugins import (
     ToolCallArguments,
     Turn,
     Vocab,
-    compat,
     count_reasoning_tokens,
     pass_undeclared,
 )
 from harmony_plugins.adapter_support import metrics
+from harmony_plugins.adapter_support.messages import harmony_message
 
-from .deltas import builders, delta_message
+from .deltas import delta_message
 
 logger = logging.getLogger("vllm.harmony_ext")
 _observe = metrics.Counting(logger)
@@ -81,9 +81,8 @@ class HarmonyExtParser(HarmonyParser):
         tools = self._tools if self._tools is not None else getattr(request, "tools", None)
         rules = self._request = Request(tools, getattr(request, "tool_choice", None),
                                         pass_undeclared(os.environ))
-        shown = getattr(request, "include_reasoning", True)
         turn = self._turn = Turn(rules, self._vocab, id_factory=make_tool_call_id,
-                                 observer=_observe, events=events, build=builders(shown))
+                                 observer=_observe, events=events)
         return turn
 
     def _feed(self, token_ids: Sequence[int], request: Any, finished: bool) -> Step:
@@ -124,15 +123,8 @@ class HarmonyExtParser(HarmonyParser):
         *,
         finished: bool,
     ) -> DeltaMessage | None:
-        turn = self._turn
-        if turn is None or finished:
-            step = self._feed(delta_token_ids, request, finished)
-            return delta_message(step, request.include_reasoning)
-        # The decode step of every request: as little as possible (the turn's builders,
-        # chosen by this request's include_reasoning when it started, build the delta).
-        self._fed += len(delta_token_ids)
-        decode = turn.decode_ids  # a slot: loaded, then called (cheaper than a method call)
-        return decode(delta_token_ids)
+        step = self._feed(delta_token_ids, request, finished)
+        return delta_message(step, request.include_reasoning)
 
     def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
         turn = self._turn
@@ -177,7 +169,7 @@ class HarmonyExtParser(HarmonyParser):
                 begin, parts = event, []
             elif isinstance(event, MessageEnd):
                 if begin is not None:
-                    message = compat.harmony_message(begin, "".join(parts))
+                    message = harmony_message(begin, "".join(parts))
                     if message is not None:  # an empty message: no item, streamed or not
                         out.append(Segment(channel=begin.channel, recipient=begin.recipient,
                                            delta="", completed_message=message))

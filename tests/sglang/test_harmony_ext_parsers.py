@@ -171,23 +171,21 @@ def test_reasoning_and_tool_detector_share_one_turn_through_the_link() -> None:
     assert fp.detector._link is rp.detector.link and fp.detector._own is None
 
 
-def test_a_step_with_nothing_for_the_tool_detector_reuses_one_empty_result(pieces) -> None:
-    """Reasoning steps give the tool detector nothing: it answers each with one result that
-    stays empty (SGLang's caller only reads it), and replaces one somebody changed."""
+def test_a_step_with_nothing_for_the_tool_detector_gets_an_empty_result_of_its_own(
+        pieces) -> None:
+    """Reasoning steps give the tool detector nothing: it answers each with an empty result,
+    never one shared with another step (SGLang's caller may change what it is handed)."""
     case = next(c for c in CASES if c.id == "call_after_analysis")
     rp = ReasoningParser(NAME, request=request_for(case), tool_call_parser_active=True)
     fp = FunctionCallParser([Tool(**WEATHER)], NAME)
     results = []
     for piece in pieces("<|channel|>analysis<|message|>Need weather, in Paris."):
         _, normal = rp.parse_stream_chunk(piece)
-        results.append(fp.detector.parse_streaming_increment(normal, fp.tools))
-    reasoning = results[3:]  # after the header's three pieces
-    assert len(reasoning) > 3 and all(r is reasoning[0] for r in reasoning)
-    assert (reasoning[0].normal_text, reasoning[0].calls) == ("", [])
-    reasoning[0].calls.append("changed by somebody")
-    _, normal = rp.parse_stream_chunk(" Then")
-    fresh = fp.detector.parse_streaming_increment(normal, fp.tools)
-    assert fresh is not reasoning[0] and (fresh.normal_text, fresh.calls) == ("", [])
+        result = fp.detector.parse_streaming_increment(normal, fp.tools)
+        assert (result.normal_text, result.calls) == ("", [])
+        result.calls.append("changed by somebody")
+        results.append(result)
+    assert len({id(r) for r in results}) == len(results) > 3
 
 
 def test_a_changed_text_between_the_detectors_is_an_error_once_not_a_lost_call(caplog) -> None:
@@ -378,13 +376,10 @@ def test_a_long_final_answer_streams_whole() -> None:
     assert got["content"] == answer and got["reasoning"] == "Short." and got["calls"] == []
 
 
-def test_results_are_built_unvalidated_here_and_equal_validated_ones(pieces, monkeypatch) -> None:
-    from harmony_plugins.adapter_support.trusted import builders
-    from sglang_ext import results
+def test_results_equal_the_ones_sglang_s_constructors_make(pieces, monkeypatch) -> None:
+    from sglang.srt.function_call.core_types import StreamingParseResult, ToolCallItem
 
-    # With the pinned SGLang/pydantic the layout check passes, so the chains above all ran
-    # the unvalidated builders.
-    assert results.TRUSTED
+    from sglang_ext import results
 
     def items(case: Case) -> list[Any]:
         request = request_for(case)
@@ -401,57 +396,12 @@ def test_results_are_built_unvalidated_here_and_equal_validated_ones(pieces, mon
         return seen
 
     cases = [c for c in CASES if c.tools]
-    trusted_runs = [items(c) for c in cases]
-    assert any(any(step[3] for step in run) for run in trusted_runs)  # calls were streamed
-    monkeypatch.setattr(results, "BUILD", builders(results.SHAPES, validate=True))
-    assert [items(c) for c in cases] == trusted_runs
-
-
-def test_reasoning_results_are_built_without_init_here_and_equal_constructed_ones(
-        pieces, monkeypatch) -> None:
-    from sglang_ext import results
-
-    # SGLang's reasoning result only stores its two arguments: the usual steps skip __init__.
-    assert results.REASONING_PLAIN
-
-    def made(case: Case) -> list[Any]:
-        rp = ReasoningParser(NAME, stream_reasoning=True, request=request_for(case),
-                             tool_call_parser_active=True)
-        fp = FunctionCallParser(sglang_tools(case) or [], NAME)
-        seen = []
-        for delta in pieces(case.text):
-            result = rp.detector.parse_streaming_increment(delta)
-            seen.append((type(result), list(vars(result).items())))
-            fp.detector.parse_streaming_increment(result.normal_text, fp.tools)
-        return seen
-
-    plain_runs = [made(c) for c in CASES]
-    kinds = {tuple(v for _, v in attrs if v) != () for run in plain_runs for _, attrs in run}
-    assert kinds == {True, False}  # steps with text and steps without were both built
-    monkeypatch.setattr(results, "REASONING_PLAIN", False)
-    assert [made(c) for c in CASES] == plain_runs
-
-
-def test_a_reasoning_result_that_does_more_than_store_its_arguments_is_constructed() -> None:
-    from sglang_ext.results import ReasoningResult, plain
-
-    class Counted(ReasoningResult):
-        def __init__(self, normal_text: str = "", reasoning_text: str = "") -> None:
-            super().__init__(normal_text, reasoning_text)
-            self.count = 1
-
-    class Slotted:
-        __slots__ = ("normal_text", "reasoning_text")
-
-        def __init__(self, normal_text: str = "", reasoning_text: str = "") -> None:
-            self.normal_text, self.reasoning_text = normal_text, reasoning_text
-
-    class Swapped(ReasoningResult):
-        def __init__(self, normal_text: str = "", reasoning_text: str = "") -> None:
-            self.reasoning_text, self.normal_text = reasoning_text, normal_text
-
-    assert plain(ReasoningResult)
-    assert not plain(Counted) and not plain(Slotted) and not plain(Swapped)
+    built = [items(c) for c in cases]
+    assert any(any(step[3] for step in run) for run in built)  # calls were streamed
+    # SGLang's own constructors: the same results
+    monkeypatch.setattr(results, "result", lambda fields: StreamingParseResult(**fields))
+    monkeypatch.setattr(results, "call_item", lambda fields: ToolCallItem(**fields))
+    assert [items(c) for c in cases] == built
 
 
 @pytest.mark.parametrize("case_id", ["call_after_analysis", "two_calls"])

@@ -297,20 +297,21 @@ def test_responses_segments_and_messages(parser_cls, tokenizer):
     assert parser.flush() == []  # nothing open: nothing to complete
 
 
-def test_deltas_are_built_unvalidated_here_and_equal_validated_ones(parser_cls, tokenizer,
-                                                                   monkeypatch):
+def test_deltas_are_built_without_the_harmless_validator_and_equal_validated_ones(
+        parser_cls, tokenizer, monkeypatch):
     from vllm.entrypoints.generate.base.protocol import (
         DeltaFunctionCall,
         DeltaMessage,
         DeltaToolCall,
     )
 
-    from harmony_plugins.adapter_support.trusted import builders
+    from harmony_plugins.adapter_support import models
     from vllm_ext import deltas
 
-    # With the pinned vLLM/pydantic the layout check passes, so the trusted path is the one
-    # under test in every parse_delta test of this file.
-    assert deltas.TRUSTED
+    # On the pinned vLLM the outermost validator of the two vLLM models is the harmless one,
+    # so every parse_delta test of this file ran without it.
+    assert models.skipped_wrap(DeltaMessage, deltas.HARMLESS, "vllm") is not None
+    assert models.skipped_wrap(DeltaToolCall, deltas.HARMLESS, "vllm") is not None
 
     def stream(text: str, size: int) -> list:
         ids = tokenizer.encode(text)
@@ -328,27 +329,36 @@ def test_deltas_are_built_unvalidated_here_and_equal_validated_ones(parser_cls, 
                 delta.model_dump_json(exclude_unset=True, exclude={"tool_calls"}))
 
     fields_seen = set()
-    trusted = {}
+    built = {}
     for text in TEXTS:
         for size in (1, 2):
-            trusted[text, size] = [shape(d) for d in stream(text, size)]
-            fields_seen |= {tuple(sorted(d[1])) for d in trusted[text, size] if d}
+            built[text, size] = [shape(d) for d in stream(text, size)]
+            fields_seen |= {tuple(sorted(d[1])) for d in built[text, size] if d}
     assert {("content",), ("reasoning",), ("tool_calls",)} <= fields_seen
 
-    monkeypatch.setattr(deltas, "BUILD", builders(deltas.SHAPES, validate=True))
-    assert deltas.BUILD.calls([]).__class__ is DeltaMessage
-    assert deltas.BUILD.piece(0, None).__class__ is DeltaToolCall
-    assert deltas.BUILD.named("f", "").__class__ is DeltaFunctionCall
-    for (text, size), want in trusted.items():
+    # vLLM's own constructors, every validator run: the same deltas
+    monkeypatch.setattr(deltas, "message", lambda fields: DeltaMessage(**fields))
+    monkeypatch.setattr(deltas, "tool_call", lambda fields: DeltaToolCall(**fields))
+    monkeypatch.setattr(deltas, "function", lambda fields: DeltaFunctionCall(**fields))
+    for (text, size), want in built.items():
         assert [shape(d) for d in stream(text, size)] == want, (text, size)
 
 
-def test_deltas_fall_back_to_validation_when_the_layout_differs(monkeypatch):
-    from harmony_plugins.adapter_support import trusted
+def test_a_validator_vllm_adds_to_a_delta_runs():
+    """A delta model with a validator besides vLLM's harmless one: it runs."""
+    from pydantic import field_validator
+    from vllm.entrypoints.generate.base.protocol import DeltaMessage
+
+    from harmony_plugins.adapter_support import models
     from vllm_ext import deltas
 
-    monkeypatch.setattr(trusted, "SLOTS", None)  # as if pydantic's slots were not found
-    assert trusted.builders(deltas.SHAPES).trusted is False
+    class Stripping(DeltaMessage):
+        @field_validator("content")
+        @classmethod
+        def _strip(cls, value):
+            return value.strip() if value else value
+
+    assert models.validator(Stripping, deltas.HARMLESS, "vllm")({"content": " a "}).content == "a"
 
 
 SCHEMA_TOOLS = [WEATHER]
