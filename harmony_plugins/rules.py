@@ -1,7 +1,7 @@
 """Names of the recovery rules, as carried by :class:`~harmony_plugins._events.Recovery`.
 
-Each name is one rule of ``harmony-contract.md``; adapters count and log them. The section of
-the contract that each rule implements is given in brackets.
+Each name is one rule of ``docs/contract.md``, the parsing contract; adapters count and log them.
+The section of the contract that each rule implements is given in brackets.
 """
 
 from __future__ import annotations

@@ -187,7 +187,7 @@ def render_doc(results: dict[str, dict[str, Any]]) -> str:
         "scripted: `--tool-call-parser`/`--reasoning-parser` `harmony-ext`, then `gpt-oss`. "
         "Columns show the non-streamed response (R reasoning, C content, calls, finish_reason); a "
         "second line gives the streamed result (one token per delta) where it differs. The "
-        "verdict compares both with the contract (`harmony-contract.md`); the expected values "
+        "verdict compares both with the contract (`docs/contract.md`); the expected values "
         "are a hand-written reading of the contract (`tests/sglang/sglang_cases.py`). "
         "harmony-ext's rows are also checked by the tests "
         "(`tests/sglang/test_harmony_ext_parsers.py`), "

@@ -86,7 +86,7 @@ def comparison_doc(version: str, results: dict[str, dict[str, dict[str, Any]]]) 
         "harmony-ext` and once with vLLM's `--tool-call-parser openai --reasoning-parser",
         "openai_gptoss`, each streamed and not; a cell shows both when they disagree. The",
         "verdict says how the built-in result differs from harmony-ext's (which the tests,",
-        "`tests/e2e_vllm/test_harmony_ext_server.py`, hold to `harmony-contract.md`). Case",
+        "`tests/e2e_vllm/test_harmony_ext_server.py`, hold to `docs/contract.md`). Case",
         "definitions: `tests/e2e_vllm/cases.py`.",
         "",
         "| case | harmony-ext result | vLLM built-in result | verdict |",

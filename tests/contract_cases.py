@@ -1,4 +1,4 @@
-"""The Harmony parsing contract (shared/docs/harmony-contract.md) as a table of cases.
+"""The Harmony parsing contract (docs/contract.md) as a table of cases.
 
 Each case is one model output, written as text with the special tokens spelled literally
 (what an engine decodes with ``skip_special_tokens=False``), the tools the request declared,
@@ -197,8 +197,8 @@ CASES: list[Case] = [
          CALL_W + PARIS + "<|call|><|start|>assistant<|channel|>final<|message|>It is sunny."
          "<|return|>", tools=W, calls=(("get_weather", PARIS),), finish_reason="tool_calls",
          dropped=True),
-    # AMBIGUOUS: "prose is dropped (the turn ended at the call)" -- chain of thought after a
-    # call is prose too: the turn ended, so it is dropped like content.
+    # AMBIGUOUS: "the turn is over: further calls are kept, prose is dropped" -- chain of
+    # thought after a call is prose too: the turn ended, so it is dropped like content.
     Case("route_after_call_analysis_dropped", "2 analysis after <|call|> dropped",
          CALL_W + PARIS + "<|call|><|start|>assistant<|channel|>analysis<|message|>Wait."
          "<|end|>", tools=W, calls=(("get_weather", PARIS),), finish_reason="tool_calls",

@@ -44,18 +44,19 @@ START, CHANNEL, CONSTRAIN, MESSAGE = (ENC.encode(s, allowed_special="all")[0] fo
 
 DIVERGENCES = {
     "call header": (
-        "contract section 1: the header holds 'a recipient `to=NAME` (in the role section *or* "
-        "after the channel)' and 'a content type (`<|constrain|>json`, or a bare word such as "
-        "`json`)'; section 8: 'each call (`to=functions.NAME`, `json`, arguments verbatim, "
-        "`<|call|>`)'. The core writes `<|start|>assistant to=functions.NAME<|channel|>"
-        "commentary json<|message|>` (the form gpt-oss's chat template writes and vLLM "
-        "renders); openai-harmony writes `<|start|>assistant<|channel|>commentary "
-        "to=functions.NAME <|constrain|>json<|message|>`. Applied by `core_call_headers`, which "
-        "rewrites exactly one openai-harmony header per call the mapping made."),
+        "contract section 1: after the role come 'a recipient `to=NAME`, which may stand in "
+        "the role section or after the channel' and 'a content type, written "
+        "`<|constrain|>json` or as a bare word'; section 8: 'each call (`to=functions.NAME`, "
+        "`json`, the arguments untouched, `<|call|>`)'. The core writes `<|start|>assistant "
+        "to=functions.NAME<|channel|>commentary json<|message|>` (the form gpt-oss's chat "
+        "template writes and vLLM renders); openai-harmony writes "
+        "`<|start|>assistant<|channel|>commentary to=functions.NAME <|constrain|>json"
+        "<|message|>`. Applied by `core_call_headers`, which rewrites exactly one "
+        "openai-harmony header per call the mapping made."),
     "auto_drop_analysis": (
-        "contract section 8: 'Chain of thought is carried while a tool-calling turn is in "
-        "progress (the analysis before a call is rendered with the tool results) and dropped "
-        "once the assistant has answered on `final`.' openai-harmony's own "
+        "contract section 8: 'Chain of thought stays in the prompt as long as a turn that "
+        "calls tools is not finished' and 'leaves it once the assistant has given its answer "
+        "on `final`'. openai-harmony's own "
         "`auto_drop_analysis` drops only the analysis before the first final answer, and only "
         "when the last assistant message is a final answer (it keeps an answered turn's "
         "analysis while a later tool turn is in progress). openai-harmony renders with "

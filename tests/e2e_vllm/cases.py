@@ -3,7 +3,7 @@
 Each :class:`Case` is one model output (Harmony text with the special tokens spelled
 literally; the scripted logits processor, ``harmony_ext_testing/vllm_scripted.py``, makes the
 tiny model emit exactly its tokens), the request that carries it, and what an OpenAI client must get
-according to ``harmony-contract.md``. The expected values were written from the contract,
+according to ``docs/contract.md``. The expected values were written from the contract,
 not from a parser.
 
 Shared by the CPU suite (``tests/e2e_vllm``) and the GPU suite (``tests/gpu``): the

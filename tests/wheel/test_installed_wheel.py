@@ -25,7 +25,7 @@ from tests.data import KNOWN_IDS
 
 REPO = Path(__file__).resolve().parents[2]
 
-# docs/tokenizer.md: real gpt-oss output as o200k_harmony ids (tests.contract_cases), and
+# docs/tokenizer.md: real gpt-oss output as o200k_harmony ids (tests.data), and
 # what it says.
 KNOWN_VIEW = {
     "reasoning": 'User asks: "What is 2 + 2?" Simple arithmetic. Provide answer.',
