@@ -1,8 +1,9 @@
 """The two front ends: token ids, or decoded text with the markers spelled literally.
 
-Each is built on the turn's machine and turns the pieces of one delta into calls of
-:meth:`Machine.text` and :meth:`Machine.marker`; it reads nothing back from the machine but
-the answer to :meth:`Machine.joins`, holding back only what cannot be decided yet:
+Each is built on the turn's machine and turns one delta into pieces of text, each handed to
+the state the machine is in (``machine.at.take``), and control tokens, each handed to
+:meth:`Machine.marker`; it reads nothing back from the machine but the answer to
+:meth:`Machine.joins`, holding back only what cannot be decided yet:
 
 * ids: the first bytes of a UTF-8 character split across tokens (or deltas). Consecutive
   ordinary tokens are joined into one run, passed on at once; most tokens are whole

@@ -2,9 +2,10 @@
 
 Everything that affects routing lives here. The machine does not know where its input came
 from: the front ends (:mod:`harmony_plugins._frontends`) turn token ids or decoded text into
-calls of :meth:`Machine.text` and :meth:`Machine.marker`, and the machine hands what they
-produce to its :class:`~harmony_plugins._steps.Collector` (text pieces, calls, recoveries; the
-events themselves only when the turn asked for them), which also keeps the turn's counts.
+pieces of text, each handed to the state the machine is in (``machine.at.take(text,
+tokens)``), and control tokens, each handed to :meth:`Machine.marker`. What they produce goes
+to the machine's :class:`~harmony_plugins._steps.Collector` (text pieces, calls, recoveries;
+the events themselves only when the turn asked for them), which also keeps the turn's counts.
 
 Theory of operation
 -------------------
@@ -165,6 +166,9 @@ class Body:
         self.out = out
 
     def take(self, text: str, tokens: int) -> None:
+        """Take the next piece of model text (never empty), made of ``tokens`` token ids (0 in
+        text mode), which count as reasoning tokens if it is reasoning. Every state has this
+        one entry for text."""
         raise NotImplementedError
 
     def end(self, by: str) -> None:
@@ -343,11 +347,6 @@ class Machine:
         return self.out.reasoning_tokens
 
     # -- input ---------------------------------------------------------------------------
-
-    def text(self, text: str, tokens: int = 0) -> None:
-        """Take the next piece of model text (never empty), made of ``tokens`` token ids (0
-        in text mode), which count as reasoning tokens if it is reasoning."""
-        self.at.take(text, tokens)
 
     def marker(self, marker: int) -> None:
         """Take the next control token."""

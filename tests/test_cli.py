@@ -67,3 +67,27 @@ def test_cli_ascii_stdout(stream):
     else:
         content = json.loads(lines[0])["content"]
     assert content == "caf\u00e9 \U0001f99c"
+
+
+def test_cli_stream_prints_a_chunk_for_each_delta_that_shows_something():
+    """Text mode, one character per delta: the role chunk, one chunk per visible character
+    (none for the header and the markers), then the finish chunk. Written from the contract's
+    section 7."""
+    proc = _cli("--stream", stdin="<|channel|>final<|message|>Hi<|return|>")
+    assert proc.returncode == 0, proc.stderr.decode()
+    chunks = [json.loads(line)["choices"][0] for line in proc.stdout.decode().splitlines()]
+    assert [(c["delta"], c["finish_reason"]) for c in chunks] == [
+        ({"role": "assistant"}, None), ({"content": "H"}, None), ({"content": "i"}, None),
+        ({}, "stop")]
+
+
+@pytest.mark.parametrize("stdin, content", [
+    ("<|channel|>final<|message|>Hi", "Hi"),
+    ("<|channel|>final<|message|>Hi\n", "Hi"),  # the newline an editor or echo adds
+    ("<|channel|>final<|message|>Hi\n\n", "Hi\n"),  # only that one
+    ("<|channel|>final<|message|>Hi\r\n", "Hi\r"),
+])
+def test_cli_drops_one_trailing_newline_of_its_input(stdin, content):
+    proc = _cli(stdin=stdin)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads(proc.stdout)["content"] == content

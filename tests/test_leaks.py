@@ -104,3 +104,13 @@ def test_leak_scan_is_linear_in_the_text(monkeypatch: pytest.MonkeyPatch) -> Non
     assert found == []
     assert len(scanned_lengths) == 20_000
     assert max(scanned_lengths) <= _leaks.CARRY + len("a=b |> ")
+
+
+def test_the_window_stays_bounded_however_long_the_text() -> None:
+    """Prose without ``>`` or ``=`` only joins the window, which is cut back once it holds more
+    than WINDOW characters: the scanner's memory does not grow with the message."""
+    scanner = _leaks.LeakScanner()
+    for _ in range(10_000):
+        assert scanner.feed("word ") is None
+        assert sum(map(len, scanner.recent)) <= _leaks.WINDOW + len("word ")
+    assert scanner.end == 50_000 and scanner.end - scanner.start <= _leaks.WINDOW + 5

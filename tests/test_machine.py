@@ -242,12 +242,12 @@ def test_text_in_each_state_goes_to_its_place():
     }
     for state, event in expectations.items():
         machine, _ = machine_in(STATES[state][0])
-        machine.text("B")
+        machine.at.take("B", 0)
         out = taken(machine)
         assert out == [event]
     for state in ("initial header", "role header", "dropped body", "done"):
         machine, _ = machine_in(STATES[state][0])
-        machine.text("B")
+        machine.at.take("B", 0)
         out = taken(machine)
         assert out == []
 

@@ -209,11 +209,12 @@ def test_an_unreadable_file_is_refused(content):
     [
         (b"IQ== 0\nIg== 2\n", "line 2"),  # a rank skipped
         (b"IQ== 0\n!!!! 1\n", "line 2"),  # not base64
+        (b"IQ== 0\nI!g== 1\n", "line 2"),  # base64 with a character outside its alphabet
         (b"IQ== 0\nIg==\n", "line 2"),  # no rank
         (b" 0\n", "line 1"),  # an empty token
         (b"IQ== 0\nIg== 1\n", "2 lines, 2 distinct tokens, expected 199998"),
     ],
-    ids=["rank-skipped", "not-base64", "no-rank", "empty-token", "too-few"],
+    ids=["rank-skipped", "not-base64", "not-only-base64", "no-rank", "empty-token", "too-few"],
 )
 def test_malformed_lines_are_refused(content, why):
     with pytest.raises(RuntimeError, match=why):

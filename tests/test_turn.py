@@ -491,3 +491,16 @@ def test_bad_finish_is_a_value_error():
         parse_text("x", finish="maybe")
     with pytest.raises(ValueError):
         parse_ids([], finish="maybe")
+
+
+def test_a_stream_parser_whose_tools_are_unknown_drops_each_possible_call_by_its_rule():
+    """StreamParser(tools_unknown=True), even given tools: no call is surfaced, each message
+    that may be one is counted by ``tools_unknown`` alone, with no call outcome."""
+    parser = StreamParser([WEATHER], tools_unknown=True)
+    events = parser.feed_text(CALL) + parser.close()
+    assert not any(isinstance(e, ToolCallBegin) for e in events)
+    assert (parser.maybe_calls, parser.recoveries, parser.call_outcomes) == (
+        1, {"tools_unknown": 1}, {})
+    known = StreamParser([WEATHER])
+    assert any(isinstance(e, ToolCallBegin) for e in known.feed_text(CALL) + known.close())
+    assert (known.maybe_calls, known.call_outcomes) == (0, {"surfaced": 1})
