@@ -38,7 +38,11 @@ class MessageBegin:
     the channel name as the model wrote it (None when there was none). ``recipient`` is the
     call's recipient as the request declared it (``functions.NAME``, or a built-in name such
     as ``browser.search``), None for other messages; ``content_type`` is the content type as
-    written (``<|constrain|>json``, ``json``), or None.
+    written (``<|constrain|>json``, ``json``), or None. ``separator``: for a content message,
+    what a chat completion's content puts between the content before it and this message's
+    text: ``"\n"`` when it follows a preamble (of another channel) whose text did not end in
+    whitespace, else ``""`` (contract section 2); the step's ``content`` includes it, the
+    :class:`ContentText` events never do (a Responses item holds the message's own text).
     """
 
     kind: str
@@ -46,6 +50,7 @@ class MessageBegin:
     written_channel: str | None = None
     recipient: str | None = None
     content_type: str | None = None
+    separator: str = ""
 
 
 @dataclass(frozen=True, slots=True)

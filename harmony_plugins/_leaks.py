@@ -79,6 +79,10 @@ class LeakScanner:
         self.recent = [tail]
         self.start = self.end - len(tail)
 
+    def last_space(self) -> bool:
+        """Whether the text fed so far ends in whitespace (False when none was fed)."""
+        return bool(self.recent) and self.recent[-1][-1:].isspace()
+
     def close(self) -> list[str] | None:
         """End of the message: a match at the very end is settled now."""
         return self._scan(True) if self.watching else None

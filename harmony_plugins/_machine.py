@@ -190,17 +190,29 @@ class ReasoningBody(Body):
 
 
 class ContentBody(Body):
-    """Visible text: each piece to content, scanned for leaked markup as it goes."""
+    """Visible text: each piece to content, scanned for leaked markup as it goes.
 
-    __slots__ = ("scanner",)
+    ``preamble``: the message is a preamble (``commentary``, no recipient). ``lead``: what the
+    chat content field puts before the message's first text (contract section 2: ``"\n"``
+    after a preamble that did not end in whitespace, when this message is of another
+    channel); it goes with the first piece into the content, never into the message's events
+    (a Responses item holds the message's own text)."""
 
-    def __init__(self, out: Collector) -> None:
+    __slots__ = ("scanner", "preamble", "lead")
+
+    def __init__(self, out: Collector, preamble: bool = False, lead: str = "") -> None:
         super().__init__(out)
         self.scanner = LeakScanner()
+        self.preamble = preamble
+        self.lead = lead
 
     def take(self, text: str, tokens: int) -> None:
         out = self.out
-        out.content_parts.append(text)
+        if self.lead:
+            out.content_parts.append(self.lead + text)
+            self.lead = ""
+        else:
+            out.content_parts.append(text)
         if out.events is not None:
             out.events.append(ContentText(text))
             out.other = True
@@ -295,7 +307,7 @@ class Machine:
     __slots__ = (
         "tools", "spaced", "checker", "new_id", "pass_undeclared", "tools_unknown",
         "any_recipient", "builtins", "out", "at", "after_call", "stop_reason", "calls",
-        "seen_marker", "maybe_calls",
+        "seen_marker", "maybe_calls", "separator",
     )
 
     def __init__(
@@ -325,6 +337,9 @@ class Machine:
         self.calls = 0
         self.seen_marker = False
         self.maybe_calls = 0  # tools unknown: messages whose recipient may name a function
+        # What the next content message of another channel than a preamble's puts before its
+        # first text: "\n" after a preamble whose text did not end in whitespace (section 2).
+        self.separator = ""
 
     @property
     def recoveries(self) -> dict[str, int]:
@@ -397,7 +412,7 @@ class Machine:
             else:
                 self._header_closed(at, None)
         elif isinstance(at, Body):
-            at.end(_ENDED_BY[None])
+            self._end_body(at, None)
         done = self.at
         if isinstance(done, Done) and done.dropped:
             self.recover(rules.AFTER_END_OF_TURN, "".join(done.dropped))
@@ -419,11 +434,25 @@ class Machine:
 
     def _visible(self, text: str, channel: str | None, marker: int | None) -> None:
         """Content that a header rule recovered: a message of its own, in one piece."""
-        out = self.out
-        out.message_begin("content", counted_channel("content", channel), channel, None, None)
-        body = ContentBody(out)
+        body = self._content_body(channel, None)
         body.take(text, 0)
+        self._end_body(body, marker)
+
+    def _content_body(self, channel: str | None, content_type: str | None) -> ContentBody:
+        """Begin a content message written on ``channel``."""
+        counted = counted_channel("content", channel)
+        preamble = counted == hm.COMMENTARY
+        lead = "" if preamble else self.separator
+        self.out.message_begin("content", counted, channel, None, content_type, lead)
+        return ContentBody(self.out, preamble, lead)
+
+    def _end_body(self, body: Body, marker: int | None) -> None:
+        """Close a body (``marker`` ended it; None: the end of the stream). After content, the
+        separator the next content message may need: set by a preamble that showed text, used
+        up by another channel's message that did."""
         body.end(_ENDED_BY[marker])
+        if isinstance(body, ContentBody) and body.scanner.end:  # it showed text
+            self.separator = "\n" if body.preamble and not body.scanner.last_space() else ""
 
     # -- states ----------------------------------------------------------------------------
 
@@ -574,10 +603,13 @@ class Machine:
             self._begin_text("reasoning", h)
 
     def _begin_text(self, kind: str, h: hdr.Header) -> None:
+        if kind == "content":
+            self.at = self._content_body(h.channel, h.written_content_type)
+            return
         out = self.out
         out.message_begin(kind, counted_channel(kind, h.channel), h.channel, None,
                           h.written_content_type)
-        self.at = ReasoningBody(out) if kind == "reasoning" else ContentBody(out)
+        self.at = ReasoningBody(out)
 
     def _begin_call(self, name: str, h: hdr.Header, undeclared: bool = False,
                     written: str | None = None) -> None:
@@ -604,7 +636,7 @@ class Machine:
             return
         if marker == hm.START or marker == hm.CHANNEL:
             self.recover(rules.MISSING_END)
-        body.end(_ENDED_BY[marker])
+        self._end_body(body, marker)
         if marker == hm.START:
             self.at = HeaderState(True)
         elif marker == hm.CHANNEL:

@@ -19,7 +19,7 @@ class ChatResult:
     """A fold over one response's steps: OpenAI chat deltas and the final message."""
 
     __slots__ = ("reasoning", "content", "calls", "finish_reason", "reason", "recoveries",
-                 "outcomes", "leaks")
+                 "outcomes", "leaks", "separator")
 
     def __init__(self) -> None:
         self.reasoning: list[str] = []
@@ -30,6 +30,7 @@ class ChatResult:
         self.recoveries: dict[str, int] = {}
         self.outcomes: dict[str, int] = {}  # ToolCallEnd.outcome -> calls
         self.leaks: list[str] = []  # LeakSuspected excerpts
+        self.separator = ""  # events added: a content message's separator still to show
 
     def add(self, step: Step | Iterable[Event]) -> dict[str, Any] | None:
         """Add a step (or the events of one); return the chat delta it makes, or None.
@@ -38,7 +39,7 @@ class ChatResult:
         OpenAI's streaming shape (the first item of a call carries id, type and name).
         """
         if not isinstance(step, Step):
-            step = step_of(list(step))
+            step, self.separator = step_of(list(step), self.separator)
         if step.reasoning:
             self.reasoning.append(step.reasoning)
         if step.content:
@@ -74,15 +75,13 @@ class ChatResult:
         }
 
 
-def chat_delta(step: Step | Iterable[Event]) -> dict[str, Any] | None:
-    """The OpenAI chat delta of a step (or of some events); None when it shows nothing.
+def chat_delta(step: Step) -> dict[str, Any] | None:
+    """The OpenAI chat delta of a step; None when it shows nothing.
 
     ``reasoning`` and ``content`` are the step's texts; ``tool_calls`` has one item per call
     touched, in OpenAI's streaming shape: a call's first item carries ``id``, ``type`` and
     ``function.name``, later ones only ``function.arguments``.
     """
-    if not isinstance(step, Step):
-        step = step_of(list(step))
     delta: dict[str, Any] = {}
     if step.reasoning:
         delta["reasoning"] = step.reasoning

@@ -140,9 +140,11 @@ class Collector:
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
 
     def message_begin(self, kind: str, channel: str, written: str | None,
-                      recipient: str | None, content_type: str | None) -> None:
+                      recipient: str | None, content_type: str | None,
+                      separator: str = "") -> None:
         if self.events is not None:
-            self.events.append(MessageBegin(kind, channel, written, recipient, content_type))
+            self.events.append(MessageBegin(kind, channel, written, recipient, content_type,
+                                            separator))
             self.other = True
 
     def message_end(self, by: str) -> None:
@@ -220,30 +222,43 @@ class Collector:
                       for index, parts in texts.items()])
 
 
-def step_of(events: Iterable[Event]) -> Step:
-    """Group events (``StreamParser``'s, a caller's) into a :class:`Step`."""
+def step_of(events: Iterable[Event], separator: str = "") -> tuple[Step, str]:
+    """Group events (``StreamParser``'s, a caller's) into a :class:`Step`, each content
+    message's separator (``MessageBegin.separator``) put before its first text, as a turn's
+    steps have it. ``separator``: one an earlier batch's ``MessageBegin`` left pending (its
+    message had no text yet). Returns the step and the separator still pending."""
     events = tuple(events)
     collector = Collector()
     for event in events:
         kind = event.__class__
-        if kind is ReasoningText:
+        if kind is ContentText:
+            collector.content_parts.append(separator + event.text if separator else event.text)
+            separator = ""
+        elif kind is MessageBegin:
+            separator = event.separator
+        elif kind is ReasoningText:
             collector.reasoning_parts.append(event.text)
-        elif kind is ContentText:
-            collector.content_parts.append(event.text)
-        elif kind is ToolCallArguments:
-            collector.arguments(event.index, event.text)
-        elif kind is ToolCallBegin:
-            collector.call_begin(event.index, event.id, event.name)
-        elif kind is ToolCallEnd:
-            collector.call_end(event)
-        elif kind is Recovery:
-            collector.recovery(event.rule, event.text)
-        elif kind is LeakSuspected:
-            collector.leak(event.excerpt)
-        elif kind is EndOfTurn:
-            collector.end(event.reason, event.finish_reason)
+        else:
+            _replay(collector, event)
     collector.other = True
-    return collector.step()._replace(events=events)
+    return collector.step()._replace(events=events), separator
+
+
+def _replay(collector: Collector, event: Event) -> None:
+    """Hand an event that is not text back to a collector, as the machine handed it over."""
+    kind = event.__class__
+    if kind is ToolCallArguments:
+        collector.arguments(event.index, event.text)
+    elif kind is ToolCallBegin:
+        collector.call_begin(event.index, event.id, event.name)
+    elif kind is ToolCallEnd:
+        collector.call_end(event)
+    elif kind is Recovery:
+        collector.recovery(event.rule, event.text)
+    elif kind is LeakSuspected:
+        collector.leak(event.excerpt)
+    elif kind is EndOfTurn:
+        collector.end(event.reason, event.finish_reason)
 
 
 def fold(steps: Sequence[Step]) -> Step:

@@ -184,9 +184,37 @@ CASES: list[Case] = [
          "<|message|>A2<|end|><|start|>assistant<|channel|>final<|message|>C1<|end|>"
          "<|start|>assistant<|channel|>final<|message|>C2<|return|>",
          reasoning="A1 A2", content="C1C2"),
-    Case("route_concat_preamble_final", "2 preamble + final concatenated, no separator",
+    Case("route_concat_preamble_final", "2 (v5) a preamble and a final answer: one \\n between",
          "<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant<|channel|>final"
-         "<|message|>Done.<|return|>", content="Checking.Done."),
+         "<|message|>Done.<|return|>", content="Checking.\nDone."),
+    Case("v5_preamble_ending_in_space_final", "2 (v5) a preamble ending in whitespace: none",
+         "<|channel|>commentary<|message|>Checking. <|end|><|start|>assistant<|channel|>final"
+         "<|message|>Done.<|return|>", content="Checking. Done."),
+    Case("v5_preamble_ending_in_newline_final", "2 (v5) a preamble ending in a newline: none",
+         "<|channel|>commentary<|message|>Checking.\n<|end|><|start|>assistant<|channel|>final"
+         "<|message|>Done.<|return|>", content="Checking.\nDone."),
+    Case("v5_two_preambles", "2 (v5) messages of the same channel: plainly concatenated",
+         "<|channel|>commentary<|message|>Check<|end|><|start|>assistant<|channel|>commentary"
+         "<|message|>ing.<|end|>", content="Checking."),
+    Case("v5_final_then_preamble", "2 (v5) a final answer, then a preamble: no separator",
+         "<|channel|>final<|message|>Done.<|end|><|start|>assistant<|channel|>commentary"
+         "<|message|>More.<|end|>", content="Done.More."),
+    Case("v5_preamble_empty_final_final", "2 (v5) the separator waits for the first text",
+         "<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant<|channel|>final"
+         "<|message|><|end|><|start|>assistant<|channel|>final<|message|>Done.<|return|>",
+         content="Checking.\nDone."),
+    Case("v5_preamble_reasoning_final", "2 (v5) reasoning between: still one \\n in content",
+         "<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant<|channel|>analysis"
+         "<|message|>Hm.<|end|><|start|>assistant<|channel|>final<|message|>Done.<|return|>",
+         reasoning="Hm.", content="Checking.\nDone."),
+    Case("v5_preamble_free_text", "2 (v5) free text after a preamble is content of another "
+         "channel", "<|channel|>commentary<|message|>Checking.<|end|>Done.<|return|>",
+         content="Checking.\nDone."),
+    Case("v5_preamble_call_final", "2 (v5) a call between a preamble and the answer",
+         "<|channel|>commentary<|message|>Checking.<|end|><|start|>assistant" + CALL_W
+         + PARIS + "<|end|><|start|>assistant<|channel|>final<|message|>Sunny.<|return|>",
+         tools=W, content="Checking.\nSunny.", calls=(("get_weather", PARIS),),
+         finish_reason="tool_calls"),
     Case("route_concat_unknown_and_analysis", "2 unknown channel + analysis concatenated",
          "<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>comment"
          "<|message|>b<|end|>", reasoning="ab"),

@@ -179,16 +179,22 @@ def test_well_formed_cases_parse_as_openai_harmony_parses_them(case: Case) -> No
 
 
 def routed(messages: list[Any]) -> dict:
-    """The chat view of messages, as an engine's Responses items route them."""
+    """The chat view of messages, as an engine's Responses items route them; in the content,
+    one "\n" after a preamble that does not end in whitespace when a message of another
+    channel follows it (contract section 2, v5)."""
     reasoning, content, calls = [], [], []
+    preamble = None  # the text of the last content message with text, when a preamble
     for m in messages:
         text = "".join(c.text for c in m.content)
         if m.recipient is not None:
             calls.append((m.recipient.removeprefix("functions."), text))
         elif m.channel == "analysis":
             reasoning.append(text)
-        else:
+        elif text:  # an empty message adds nothing, separator included
+            if m.channel != "commentary" and preamble and not preamble[-1].isspace():
+                content.append("\n")
             content.append(text)
+            preamble = text if m.channel == "commentary" else None
     return {"reasoning": "".join(reasoning) or None, "content": "".join(content) or None,
             "tool_calls": calls}
 

@@ -65,14 +65,18 @@ def completion_tokens(msgs: list) -> list[int]:
 def expected_from_harmony(tokens: list[int]) -> dict:
     parsed = ENCODING.parse_messages_from_completion_tokens(tokens, oh.Role.ASSISTANT)
     reasoning, content, calls = [], [], []
+    preamble = None  # the text of the last content message with text, when a preamble
     for msg in parsed:
         text = "".join(part.text for part in msg.content)
         if msg.recipient:
             calls.append((msg.recipient.removeprefix("functions."), text))
         elif msg.channel == "analysis":
             reasoning.append(text)
-        else:
+        elif text:  # contract section 2 (v5): one "\n" after a preamble, before another channel
+            if msg.channel != "commentary" and preamble and not preamble[-1].isspace():
+                content.append("\n")
             content.append(text)
+            preamble = text if msg.channel == "commentary" else None
     return {
         "reasoning": "".join(reasoning) or None,
         "content": "".join(content) or None,

@@ -8,6 +8,7 @@ from harmony_plugins import (
     ToolCallBegin,
 )
 from harmony_plugins._openai import chat_delta
+from harmony_plugins._steps import step_of
 
 
 class _CountingStr(str):
@@ -24,7 +25,7 @@ def test_chat_delta_joins_argument_pieces_once():
     events = [ToolCallBegin(0, "call_0", "f")]
     events += [ToolCallArguments(0, _CountingStr("x")) for _ in range(1000)]
     _CountingStr.adds = 0
-    delta = chat_delta(events)
+    delta = chat_delta(step_of(events)[0])
     assert delta["tool_calls"][0]["function"]["arguments"] == "x" * 1000
     assert _CountingStr.adds == 0, "arguments grown by repeated concatenation"
     result = ChatResult()
