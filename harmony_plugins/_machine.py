@@ -59,7 +59,8 @@ In DONE every marker is ignored.
 
 Routing a complete header (first match wins): another role (``user``, ``functions.x``, with
 or without ``<|start|>``) ends the turn; a recipient that resolves to a declared function is
-a call; with no recipient (or an empty ``to=``), a content type naming a declared function
+a call (a call after the first is dropped where the request set ``parallel_tool_calls``
+false); with no recipient (or an empty ``to=``), a content type naming a declared function
 is the call; an empty ``to=`` otherwise, or an undeclared recipient, drops the body; after a
 call, any other message is dropped; then by channel: ``analysis`` and unknown channels to
 reasoning, ``final``, ``commentary`` or none to content. A channel name in the role slot
@@ -307,7 +308,7 @@ class Machine:
     __slots__ = (
         "tools", "spaced", "checker", "new_id", "pass_undeclared", "tools_unknown",
         "any_recipient", "builtins", "out", "at", "after_call", "stop_reason", "calls",
-        "seen_marker", "maybe_calls", "separator",
+        "seen_marker", "maybe_calls", "separator", "single_call",
     )
 
     def __init__(
@@ -320,6 +321,8 @@ class Machine:
         any_recipient: bool = False,
         builtins: frozenset[str] = frozenset(),
         out: Collector | None = None,
+        *,
+        single_call: bool = False,
     ) -> None:
         self.tools = tools
         self.any_recipient = any_recipient
@@ -340,6 +343,7 @@ class Machine:
         # What the next content message of another channel than a preamble's puts before its
         # first text: "\n" after a preamble whose text did not end in whitespace (section 2).
         self.separator = ""
+        self.single_call = single_call  # parallel_tool_calls false: calls after the first dropped
 
     @property
     def recoveries(self) -> dict[str, int]:
@@ -613,6 +617,9 @@ class Machine:
 
     def _begin_call(self, name: str, h: hdr.Header, undeclared: bool = False,
                     written: str | None = None) -> None:
+        if self.single_call and self.calls:  # parallel_tool_calls false: one call only
+            self._drop(rules.PARALLEL_CALLS_REFUSED)
+            return
         # A call passed through undeclared has that outcome, not its arguments' check.
         out = self.out
         index = self.calls

@@ -58,25 +58,30 @@ class Request:
     recipient as written (no rule applied, outcome ``undeclared``): how a parser that was given
     no tools reads a conversation (openai-harmony's reading; the drop-in parser's without
     ``tools=``).
+
+    ``parallel_tool_calls=False`` (the request's own field): the first call is surfaced, each
+    later one dropped by the rule ``parallel_calls_refused`` (contract section 10).
     """
 
     __slots__ = ("_tools", "tool_choice", "pass_undeclared", "tools_known", "any_recipient",
-                 "_declared")
+                 "parallel_tool_calls", "_declared")
 
     def __init__(self, tools: Iterable[Any] | None = None, tool_choice: Any = None,
                  pass_undeclared: bool = False, *, tools_known: bool = True,
-                 any_recipient: bool = False) -> None:
+                 any_recipient: bool = False, parallel_tool_calls: bool = True) -> None:
         self._tools = tools if tools_known else None
         self.tool_choice = tool_choice
         self.pass_undeclared = bool(pass_undeclared)
         self.tools_known = tools_known
         self.any_recipient = bool(any_recipient)
+        self.parallel_tool_calls = parallel_tool_calls is not False
         self._declared: list[Any] | None = None
 
     def with_tools(self, tools: Iterable[Any] | None) -> Request:
         """The same request, its tools known."""
         return Request(tools, self.tool_choice, self.pass_undeclared,
-                       any_recipient=self.any_recipient)
+                       any_recipient=self.any_recipient,
+                       parallel_tool_calls=self.parallel_tool_calls)
 
     @property
     def calls_off(self) -> bool:
@@ -163,7 +168,7 @@ class Turn:
         machine = self._machine = Machine(
             names, self._id_factory, request.pass_undeclared, schemas,
             not request.tools_known, request.any_recipient, builtin_names(declared),
-            self._out)
+            self._out, single_call=not request.parallel_tool_calls)
         return machine
 
     @property

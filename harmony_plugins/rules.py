@@ -87,6 +87,10 @@ TOOLS_UNKNOWN = "tools_unknown"
 was never told the request's tools (see ``Turn.declare`` and ``Turn.settle``): it cannot be
 surfaced, its body is dropped, and it is counted by this rule alone, with no call outcome."""
 
+PARALLEL_CALLS_REFUSED = "parallel_calls_refused"
+"""[10] A call after the first in a response whose request set ``parallel_tool_calls`` false:
+not surfaced, its body dropped, counted by this rule alone, with no call outcome."""
+
 SPLIT_MARKER = "split_marker"
 """[6] Text mode: text that would complete a control-token spelling across a dropped marker
 (``A<|`` + ``<|reserved_200010|>`` + ``end|>B``) is dropped; the text is that part

@@ -76,11 +76,14 @@ _report = metrics.Counting(logger, count=False)  # without --enable-metrics: the
 
 
 def new_turn(tools: Iterable[Any] | None, tool_choice: Any = None, *,
-             tools_known: bool = True) -> Turn:
+             tools_known: bool = True, parallel_tool_calls: Any = True) -> Turn:
     """A choice's turn: the request's full tools (or, ``tools_known=False``, tools to be
-    given later), and SGLang's switch or ours."""
+    given later), SGLang's switch or ours, and the request's ``parallel_tool_calls`` (SGLang
+    enforces it only under a grammar; the turn does, by the rule
+    ``parallel_calls_refused``)."""
     request = Request(tools, tool_choice, pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS),
-                      tools_known=tools_known)
+                      tools_known=tools_known,
+                      parallel_tool_calls=parallel_tool_calls is not False)
     return Turn(request, observer=_count if metrics_enabled() else _report)
 
 
@@ -154,7 +157,8 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
                 # turn whose tools are known.)
                 turn = new_turn(None, tools_known=False)
             elif request is not None:
-                turn = new_turn(chat_request_tools(request), choice)
+                turn = new_turn(chat_request_tools(request), choice,
+                                parallel_tool_calls=getattr(request, "parallel_tool_calls", True))
             else:  # the tool detector will give them
                 turn = new_turn(None, tools_known=False)
             link = self._link = links.Link(turn)

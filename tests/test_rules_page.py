@@ -247,11 +247,13 @@ class Setup:
     finish: str = "stop"
     pass_undeclared: bool = False
     ids: bool = False
+    parallel_tool_calls: bool = True
 
 
 def setup_of(options: str, tools: list[dict[str, Any]]) -> tuple[Setup | None, list[str]]:
     """What an example's label asks for: ``no tools`` / ``tools: a, b`` / ``tools never
-    given``, and optionally ``finish: length``, ``HARMONY_EXT_PASS_UNDECLARED=1``, ``token ids``."""
+    given``, and optionally ``finish: length``, ``HARMONY_EXT_PASS_UNDECLARED=1``, ``token ids``,
+    ``parallel_tool_calls: false``."""
     by_name = {t["function"]["name"]: t for t in tools}
     setup, problems, said_tools = Setup(), [], 0
     for option in (o.strip() for o in options.split(";")):
@@ -272,6 +274,8 @@ def setup_of(options: str, tools: list[dict[str, Any]]) -> tuple[Setup | None, l
             setup.pass_undeclared = True
         elif option == "token ids":
             setup.ids = True
+        elif option == "parallel_tool_calls: false":
+            setup.parallel_tool_calls = False
         else:
             problems.append(f"unknown example option {option!r}")
     if said_tools != 1:
@@ -283,7 +287,8 @@ def setup_of(options: str, tools: list[dict[str, Any]]) -> tuple[Setup | None, l
 def run_example(setup: Setup, data: Any, per_unit: bool) -> tuple[list[Any], Any, dict]:
     """Parse one example as an engine would: (events, Summary, the message shown)."""
     turn = Turn(Request(setup.tools, pass_undeclared=setup.pass_undeclared,
-                        tools_known=setup.tools is not None), events=True)
+                        tools_known=setup.tools is not None,
+                        parallel_tool_calls=setup.parallel_tool_calls), events=True)
     units = ([[i] for i in data] if setup.ids else list(data)) if per_unit else [data]
     result = ChatResult()
     events: list[Any] = []

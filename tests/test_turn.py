@@ -12,13 +12,18 @@ import pytest
 from harmony_plugins import (
     ChatResult,
     ContentText,
+    EndOfTurn,
+    LeakSuspected,
     MessageBegin,
     MessageEnd,
     ReasoningText,
+    Recovery,
     Request,
     Step,
     StreamParser,
+    ToolCallArguments,
     ToolCallBegin,
+    ToolCallEnd,
     Turn,
     fold,
     parse_ids,
@@ -504,3 +509,53 @@ def test_a_stream_parser_whose_tools_are_unknown_drops_each_possible_call_by_its
     known = StreamParser([WEATHER])
     assert any(isinstance(e, ToolCallBegin) for e in known.feed_text(CALL) + known.close())
     assert (known.maybe_calls, known.call_outcomes) == (0, {"surfaced": 1})
+
+
+EVENT_SAMPLES = [
+    MessageBegin("content", "final", "final", None, None), MessageEnd("end"),
+    ReasoningText("r"), ContentText("c"), ToolCallBegin(0, "call_1", "f"),
+    ToolCallArguments(0, "{}"), ToolCallEnd(0, "{}", "surfaced"), EndOfTurn("return", "stop"),
+    Recovery("free_text"), LeakSuspected("<|end|>"),
+]
+
+
+@pytest.mark.parametrize("event", EVENT_SAMPLES, ids=lambda e: type(e).__name__)
+def test_events_are_frozen_slotted_data(event):
+    """Events are values, as h11's and wsproto's are: they cannot be changed once handed out
+    (a caller may keep them while the turn goes on), hash, and carry no instance dict."""
+    import dataclasses
+
+    field = dataclasses.fields(event)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(event, field, getattr(event, field))
+    assert not hasattr(event, "__dict__")
+    assert hash(event) == hash(dataclasses.replace(event)) and event == dataclasses.replace(event)
+
+
+TWO_CALLS = (CALL.replace("<|call|>", "<|end|>") + "<|start|>assistant"
+             + CALL.replace("Paris", "Rome"))
+
+
+@pytest.mark.parametrize("parallel", [True, False, None])
+def test_parallel_tool_calls_false_surfaces_the_first_call_only(parallel):
+    """Contract section 10: with ``parallel_tool_calls`` false the first call is surfaced and
+    each later one dropped, counted by ``parallel_calls_refused`` with no call outcome; true,
+    or not given (None: the request did not say), every call is."""
+    seen = []
+    request = (Request([WEATHER]) if parallel is None
+               else Request([WEATHER], parallel_tool_calls=parallel))
+    message = ChatResult()
+    message.add(Turn(request, observer=seen.append).feed_text(TWO_CALLS, finish="stop"))
+    cities = [json.loads(c["function"]["arguments"])["city"]
+              for c in message.message()["tool_calls"]]
+    if parallel is False:
+        assert cities == ["Paris"]
+        assert seen[0].recoveries == {"parallel_calls_refused": 1}
+        assert seen[0].outcomes == {"surfaced": 1}
+    else:
+        assert cities == ["Paris", "Rome"]
+        assert "parallel_calls_refused" not in seen[0].recoveries
+    declared_late = Turn(Request(None, tools_known=False,
+                                 parallel_tool_calls=parallel is not False))
+    declared_late.feed_text(TWO_CALLS)
+    assert len(declared_late.declare([WEATHER]).calls) == (1 if parallel is False else 2)

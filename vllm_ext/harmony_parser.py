@@ -79,8 +79,9 @@ class HarmonyExtParser(HarmonyParser):
         """Start this turn from the request's tools, ``tool_choice`` and the server switch;
         ``events``: the Responses API's turn, whose steps carry their events."""
         tools = self._tools if self._tools is not None else getattr(request, "tools", None)
-        rules = self._request = Request(tools, getattr(request, "tool_choice", None),
-                                        pass_undeclared(os.environ))
+        rules = self._request = Request(
+            tools, getattr(request, "tool_choice", None), pass_undeclared(os.environ),
+            parallel_tool_calls=getattr(request, "parallel_tool_calls", None) is not False)
         turn = self._turn = Turn(rules, self._vocab, id_factory=make_tool_call_id,
                                  observer=_observe, events=events)
         return turn
