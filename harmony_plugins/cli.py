@@ -23,6 +23,7 @@ from typing import Any
 from . import __version__
 from . import harmony as hm
 from ._demo import DEMO_OUTPUTS, DEMO_TOOLS
+from ._events import LeakSuspected, Recovery, ToolCallEnd
 from ._openai import ChatResult
 from ._parser import StreamParser
 
@@ -70,7 +71,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "parse",
         help="parse one model output",
         description="Parse one model output (what the engine generated after the prompt's "
-        f"{hm.START_TOKEN}{hm.ASSISTANT}) and print the OpenAI view of it as JSON.",
+        f"{hm.START_TOKEN}{hm.ASSISTANT}) and print the OpenAI view of it as JSON. What "
+        "harmony-ext applied (each recovery rule with its text, each call's outcome, each "
+        "suspected leak) is printed on standard error, one line each.",
     )
     p.add_argument("file", nargs="?", default="-",
                    help="input file, or - for standard input (default). In text mode a single "
@@ -165,25 +168,57 @@ def _chunk(chunk_id: str, created: int, delta: dict[str, Any], finish: str | Non
     })
 
 
-def run_parse(data: str | list[int], tools: list[Any], finish: str, stream: bool) -> None:
+def run_parse(data: str | list[int], tools: list[Any], finish: str,
+              stream: bool) -> list[str]:
+    """Print the OpenAI view of one output; returns the report of what was applied."""
     parser = StreamParser(tools)
     result = ChatResult()
+    events: list[Any] = []
     if not stream:
-        result.add(parser.feed_text(data) if isinstance(data, str) else parser.feed_ids(data))
-        result.add(parser.close(finish))
+        events += parser.feed_text(data) if isinstance(data, str) else parser.feed_ids(data)
+        events += parser.close(finish)
+        result.add(events)
         print(_dumps(result.message()))
-        return
+        return report(events)
     chunk_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     print(_chunk(chunk_id, created, {"role": "assistant"}, None))
     for unit in _units(data):
-        delta = result.add(_feed(parser, unit))
+        fed = _feed(parser, unit)
+        events += fed
+        delta = result.add(fed)
         if delta:
             print(_chunk(chunk_id, created, delta, None))
-    delta = result.add(parser.close(finish))
+    fed = parser.close(finish)
+    events += fed
+    delta = result.add(fed)
     if delta:
         print(_chunk(chunk_id, created, delta, None))
     print(_chunk(chunk_id, created, {}, result.finish_reason))
+    return report(events)
+
+
+def report(events: list[Any]) -> list[str]:
+    """What harmony-ext applied to the output, one line each, for the person debugging it
+    (printed on standard error, so standard output stays the OpenAI view): each recovery
+    rule with the text it concerns (docs/rules.md says what each means), each call's outcome,
+    each suspected leak. Nothing when nothing applied."""
+    lines = []
+    for event in events:
+        if isinstance(event, Recovery):
+            text = f": {_excerpt(event.text)}" if event.text else ""
+            lines.append(f"harmony-ext: rule {event.rule}{text}")
+        elif isinstance(event, ToolCallEnd):
+            lines.append(f"harmony-ext: call {event.index}: {event.outcome}")
+        elif isinstance(event, LeakSuspected):
+            lines.append(f"harmony-ext: suspected leak: {_excerpt(event.excerpt)}")
+    return lines
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    """A text as a JSON string, cut at ``limit`` characters (marked)."""
+    cut = text if len(text) <= limit else text[:limit] + "..."
+    return json.dumps(cut, ensure_ascii=True)
 
 
 def run_demo() -> None:
@@ -272,7 +307,10 @@ def main(argv: list[str] | None = None) -> int:
                 tools = _read_tools(args)
             except UsageError as e:
                 args.usage.error(str(e))  # the parse usage line and the message; exits 2
-            run_parse(data, tools, args.finish, args.stream)
+            applied = run_parse(data, tools, args.finish, args.stream)
+            sys.stdout.flush()  # the OpenAI view first: a write error stops before the report
+            for line in applied:
+                print(line, file=sys.stderr)
         sys.stdout.flush()
     except BrokenPipeError:  # the reader left (`| head`): nothing more to say
         _silence_stdout()

@@ -91,3 +91,54 @@ def test_cli_drops_one_trailing_newline_of_its_input(stdin, content):
     proc = _cli(stdin=stdin)
     assert proc.returncode == 0, proc.stderr.decode()
     assert json.loads(proc.stdout)["content"] == content
+
+
+REPORTED = ('<|channel|>final<|message|>Use <|end|> there.<|end|><|start|>assistant'
+            '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>'
+            '{"city":"Paris"}]<|call|>')
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_cli_reports_what_it_applied_on_stderr(stream):
+    """Contract section 7 (v5): the rules that fired with their text, each call's outcome and
+    each suspected leak, one line each, on standard error; standard output is the OpenAI
+    view alone. Written by hand from docs/rules.md."""
+    args = ("--stream",) if stream else ()
+    proc = _cli("--tool", "get_weather", *args, stdin=REPORTED)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stderr.decode().splitlines() == [
+        "harmony-ext: rule free_text",
+        "harmony-ext: rule after_json_value: \"]\"",
+        "harmony-ext: call 0: surfaced",
+    ]
+    lines = proc.stdout.decode().splitlines()
+    assert all(json.loads(line) for line in lines)  # every stdout line is the OpenAI view
+
+
+def test_cli_reports_a_leak_and_an_undeclared_call():
+    text = ("<|channel|>final<|message|>Type <|call|> to call.<|end|><|start|>assistant"
+            "<|channel|>commentary to=functions.other<|message|>{}<|call|>")
+    ids_text = json.dumps(_encode(text))
+    proc = _cli("--input", "ids", "--tool", "get_weather", stdin=ids_text)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stderr.decode().splitlines() == [
+        "harmony-ext: suspected leak: \"<|call|>\"",
+        "harmony-ext: rule undeclared_function: \"{}\"",
+    ]
+
+
+def test_cli_reports_nothing_when_nothing_applied():
+    proc = _cli(stdin="<|channel|>final<|message|>Hi<|return|>")
+    assert proc.returncode == 0 and proc.stderr.decode() == ""
+
+
+def _encode(text: str) -> list[int]:
+    """Token ids, the control token <|call|> inside the answer written as ordinary text."""
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
+
+    enc = tiktoken_encoding()
+    head, rest = text.split("Type ", 1)
+    plain, tail = rest.split(" to call.", 1)
+    return (enc.encode(head + "Type ", allowed_special="all")
+            + enc.encode(plain, disallowed_special=()) + enc.encode(" to call." + tail,
+                                                                    allowed_special="all"))
