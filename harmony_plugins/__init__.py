@@ -11,6 +11,7 @@ that for it. The names below are the public interface: the adapters import these
 from __future__ import annotations
 
 from . import compat, harmony, rules
+from ._checks import schema_check_available
 from ._events import (
     ContentText,
     EndOfTurn,
@@ -27,7 +28,7 @@ from ._events import (
 from ._openai import ChatResult
 from ._parser import StreamParser, parse_ids, parse_text
 from ._steps import CallDelta, Step, fold
-from ._switches import pass_undeclared, switch
+from ._switches import pass_undeclared, recover_text_calls, switch
 from ._tools import chat_request_tools
 from ._turn import Request, Summary, Turn, count_reasoning_tokens
 from .prompt import (
@@ -85,7 +86,9 @@ __all__ = [
     "pass_undeclared",
     "phase_of",
     "round_trip_plan",
+    "recover_text_calls",
     "rules",
+    "schema_check_available",
     "switch",
     "written_order",
 ]

@@ -69,6 +69,11 @@ def build_validator(schema: Mapping[str, Any]) -> Any:
 
 
 
+def schema_check_available() -> bool:
+    """Whether arguments can be checked against a JSON Schema (``jsonschema`` importable)."""
+    return bool(_schema_library())
+
+
 class ArgumentChecker:
     """Checks each ended call's arguments against its tool's declared ``parameters``."""
 

@@ -93,10 +93,11 @@ from . import _header as hdr
 from . import harmony as hm
 from . import rules
 from ._arguments import ArgumentCutter
-from ._checks import ArgumentChecker
+from ._checks import ArgumentChecker, schema_check_available
 from ._events import ContentText, ReasoningText, ToolCallEnd
 from ._leaks import LeakScanner
 from ._steps import Collector
+from ._text_calls import TextCallReader
 from ._tools import recipient as recipient_of
 
 _STOP_REASONS = {hm.RETURN: "return", hm.CALL: "call", hm.END_OF_TEXT: "end_of_text"}
@@ -230,6 +231,39 @@ class ContentBody(Body):
         self.out.message_end(by)
 
 
+class HeldContentBody(ContentBody):
+    """Visible text that may be a call written as text (the request asked for their recovery,
+    contract section 10): held back, its message not begun, while it may still wholly be one;
+    given out as content as soon as it cannot (then it is a :class:`ContentBody`). At its end
+    the machine decides what a whole one is (:meth:`Machine._end_held`)."""
+
+    __slots__ = ("reader", "held", "begin")
+
+    def __init__(self, out: Collector, preamble: bool, lead: str, reader: TextCallReader,
+                 begin: tuple[str, str | None, str | None]) -> None:
+        super().__init__(out, preamble, lead)
+        self.reader = reader
+        self.held: list[str] | None = []  # None once given out
+        self.begin = begin  # (counted channel, written channel, content type)
+
+    def take(self, text: str, tokens: int) -> None:
+        held = self.held
+        if held is None:
+            super().take(text, tokens)
+            return
+        held.append(text)
+        if not self.reader.feed(text):
+            self.give_out()
+
+    def give_out(self) -> None:
+        """What was held, as the content it is (the message begins now)."""
+        held, self.held = self.held, None
+        counted, written, content_type = self.begin
+        self.out.message_begin("content", counted, written, None, content_type, self.lead)
+        if held:
+            super().take("".join(held), 0)
+
+
 class CallBody(Body):
     """A call's arguments: each piece cut at the end of the first JSON value, then checked
     against the declared schema when the call ends."""
@@ -308,7 +342,7 @@ class Machine:
     __slots__ = (
         "tools", "spaced", "checker", "new_id", "pass_undeclared", "tools_unknown",
         "any_recipient", "builtins", "out", "at", "after_call", "stop_reason", "calls",
-        "seen_marker", "maybe_calls", "separator", "single_call",
+        "seen_marker", "maybe_calls", "separator", "single_call", "text_calls", "forced",
     )
 
     def __init__(
@@ -323,6 +357,8 @@ class Machine:
         out: Collector | None = None,
         *,
         single_call: bool = False,
+        text_calls: bool = False,
+        forced: frozenset[str] = frozenset(),
     ) -> None:
         self.tools = tools
         self.any_recipient = any_recipient
@@ -344,6 +380,8 @@ class Machine:
         # first text: "\n" after a preamble whose text did not end in whitespace (section 2).
         self.separator = ""
         self.single_call = single_call  # parallel_tool_calls false: calls after the first dropped
+        self.text_calls = text_calls  # recover calls written as text (section 10)
+        self.forced = forced  # the functions a forced call may be (a bare object's): or none
 
     @property
     def recoveries(self) -> dict[str, int]:
@@ -443,10 +481,15 @@ class Machine:
         self._end_body(body, marker)
 
     def _content_body(self, channel: str | None, content_type: str | None) -> ContentBody:
-        """Begin a content message written on ``channel``."""
+        """Begin a content message written on ``channel`` (held back while it may be a call
+        written as text, where the request asked for their recovery)."""
         counted = counted_channel("content", channel)
         preamble = counted == hm.COMMENTARY
         lead = "" if preamble else self.separator
+        if self.text_calls and not self.after_call:
+            reader = TextCallReader(named=True, bare=bool(self.forced))
+            return HeldContentBody(self.out, preamble, lead, reader,
+                                   (counted, channel, content_type))
         self.out.message_begin("content", counted, channel, None, content_type, lead)
         return ContentBody(self.out, preamble, lead)
 
@@ -454,6 +497,10 @@ class Machine:
         """Close a body (``marker`` ended it; None: the end of the stream). After content, the
         separator the next content message may need: set by a preamble that showed text, used
         up by another channel's message that did."""
+        if isinstance(body, HeldContentBody) and body.held is not None:
+            if self._end_held(body, marker):
+                return
+            body.give_out()
         body.end(_ENDED_BY[marker])
         if isinstance(body, ContentBody) and body.scanner.end:  # it showed text
             self.separator = "\n" if body.preamble and not body.scanner.last_space() else ""
@@ -605,6 +652,36 @@ class Machine:
         else:  # an unknown channel is treated as chain of thought; its name is counted
             self.recover(rules.UNKNOWN_CHANNEL, channel)
             self._begin_text("reasoning", h)
+
+    def _end_held(self, body: HeldContentBody, marker: int | None) -> bool:
+        """A held message ended: if it is wholly a call written as text that names a declared
+        function (a bare object: exactly one function a forced call may be) whose schema
+        accepts its object, it is that call (counted ``call_written_as_text``): True. Else
+        False: it is content. Without a schema check nothing is recovered."""
+        found = body.reader.call()
+        if found is None or not schema_check_available() or (self.single_call and self.calls):
+            return False
+        name, arguments = found
+        allowed = self.forced or self.tools
+        if name is None:  # a bare object: exactly one allowed function's schema accepts it
+            fits = [n for n in sorted(self.forced) if self.checker.check(n, arguments)
+                    == rules.SURFACED]
+            if len(fits) != 1:
+                return False
+            name = fits[0]
+        elif name not in allowed or self.checker.check(name, arguments) != rules.SURFACED:
+            return False
+        self.recover(rules.CALL_WRITTEN_AS_TEXT)
+        out, index = self.out, self.calls
+        self.calls += 1
+        _, written, _ = body.begin
+        recipient = recipient_of(name, self.builtins)
+        out.message_begin("call", hm.COMMENTARY, written, recipient, None)
+        out.call_begin(index, self.new_id(), name)
+        out.arguments(index, arguments)
+        out.call_end(ToolCallEnd(index, arguments, rules.SURFACED))
+        out.message_end(_ENDED_BY[marker])
+        return True
 
     def _begin_text(self, kind: str, h: hdr.Header) -> None:
         if kind == "content":

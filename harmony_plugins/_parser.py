@@ -35,7 +35,9 @@ class StreamParser:
     dropped by the ``tools_unknown`` rule); see :meth:`harmony_plugins._turn.Turn.declare`.
     ``any_recipient``: every recipient no declared tool resolves is a call as written (the
     reading of a parser given no tools, openai-harmony's; for the drop-in,
-    :mod:`harmony_plugins.compat`).
+    :mod:`harmony_plugins.compat`). ``tool_choice`` is the request's; ``recover_text_calls``
+    turns a visible message that is wholly a call written as text into that call (see
+    :class:`~harmony_plugins.Request`).
 
     Bad arguments raise at the boundary, before any state changes: TypeError for a
     ``tools`` that is a string or a single dict, a non-string text delta, or a token id that
@@ -53,11 +55,15 @@ class StreamParser:
         pass_undeclared: bool = False,
         tools_unknown: bool = False,
         any_recipient: bool = False,
+        tool_choice: Any = None,
+        recover_text_calls: bool = False,
     ) -> None:
-        request = Request(tools, pass_undeclared=pass_undeclared, any_recipient=any_recipient)
+        request = Request(tools, tool_choice, pass_undeclared, any_recipient=any_recipient,
+                          recover_text_calls=recover_text_calls)
         if tools_unknown:
-            request = Request(None, pass_undeclared=pass_undeclared, tools_known=False,
-                              any_recipient=any_recipient)
+            request = Request(None, tool_choice, pass_undeclared, tools_known=False,
+                              any_recipient=any_recipient,
+                              recover_text_calls=recover_text_calls)
         self._turn = Turn(request, encoding, id_factory=id_factory, events=True)
         self._turn.machine  # noqa: B018 -- reads the tools now: a bad shape raises here
 

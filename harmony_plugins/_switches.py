@@ -20,6 +20,16 @@ def switch(value: str | None) -> bool:
     return value is not None and value.strip().lower() in SWITCH_ON
 
 
+RECOVER_TEXT_CALLS_ENV = "HARMONY_EXT_RECOVER_TEXT_CALLS"
+"""The server option that turns a visible message that is wholly a call written as text into
+that call (contract section 10; off by default)."""
+
+
+def recover_text_calls(environ: Mapping[str, str]) -> bool:
+    """The recover-text-calls switch from an environment (see :func:`switch`)."""
+    return switch(environ.get(RECOVER_TEXT_CALLS_ENV))
+
+
 def pass_undeclared(environ: Mapping[str, str], *names: str) -> bool:
     """The pass-undeclared switch from an environment: ``HARMONY_EXT_PASS_UNDECLARED``, or
     any of the engine's own ``names`` for the same thing, turned on (see :func:`switch`)."""

@@ -26,6 +26,7 @@ from ._frontends import IdsInput, TextInput, checked_ids
 from ._machine import Machine
 from ._steps import EMPTY, Collector, Step, fold
 from ._tools import builtin_names, declared_tools, tool_table
+from ._tools import field as _field
 from .vocab import Vocab
 
 FINISHES = ("stop", "length", "unknown")
@@ -61,33 +62,55 @@ class Request:
 
     ``parallel_tool_calls=False`` (the request's own field): the first call is surfaced, each
     later one dropped by the rule ``parallel_calls_refused`` (contract section 10).
+
+    ``recover_text_calls=True`` (a server switch): a visible message that is wholly a call
+    written as text becomes that call (the rule ``call_written_as_text``, contract section
+    10); a bare JSON object only where ``tool_choice`` forces a call (``"required"`` or a named
+    function).
     """
 
     __slots__ = ("_tools", "tool_choice", "pass_undeclared", "tools_known", "any_recipient",
-                 "parallel_tool_calls", "_declared")
+                 "parallel_tool_calls", "recover_text_calls", "_declared")
 
     def __init__(self, tools: Iterable[Any] | None = None, tool_choice: Any = None,
                  pass_undeclared: bool = False, *, tools_known: bool = True,
-                 any_recipient: bool = False, parallel_tool_calls: bool = True) -> None:
+                 any_recipient: bool = False, parallel_tool_calls: bool = True,
+                 recover_text_calls: bool = False) -> None:
         self._tools = tools if tools_known else None
         self.tool_choice = tool_choice
         self.pass_undeclared = bool(pass_undeclared)
         self.tools_known = tools_known
         self.any_recipient = bool(any_recipient)
         self.parallel_tool_calls = parallel_tool_calls is not False
+        self.recover_text_calls = bool(recover_text_calls)
         self._declared: list[Any] | None = None
 
     def with_tools(self, tools: Iterable[Any] | None) -> Request:
         """The same request, its tools known."""
         return Request(tools, self.tool_choice, self.pass_undeclared,
                        any_recipient=self.any_recipient,
-                       parallel_tool_calls=self.parallel_tool_calls)
+                       parallel_tool_calls=self.parallel_tool_calls,
+                       recover_text_calls=self.recover_text_calls)
 
     @property
     def calls_off(self) -> bool:
         """``tool_choice: "none"``: no call is surfaced, whatever the tools (a call the model
         writes anyway is undeclared)."""
         return self.tool_choice == "none" or getattr(self.tool_choice, "value", 0) == "none"
+
+    @property
+    def forced(self) -> str | None:
+        """The call ``tool_choice`` forces: ``"required"`` (any declared function), the name of
+        a named function, or None (``"auto"``, ``"none"``, not given)."""
+        choice = self.tool_choice
+        value = getattr(choice, "value", choice)  # an engine's enum
+        if value == "required":
+            return "required"
+        if isinstance(choice, str) or choice is None:
+            return None
+        function = _field(choice, "function")
+        name = _field(function, "name") if function is not None else _field(choice, "name")
+        return name if isinstance(name, str) and name else None
 
     @property
     def declared(self) -> list[Any]:
@@ -165,10 +188,14 @@ class Turn:
         request = self.request
         declared = request.declared
         names, schemas = tool_table(declared)
+        forced = request.forced if request.recover_text_calls else None
         machine = self._machine = Machine(
             names, self._id_factory, request.pass_undeclared, schemas,
             not request.tools_known, request.any_recipient, builtin_names(declared),
-            self._out, single_call=not request.parallel_tool_calls)
+            self._out, single_call=not request.parallel_tool_calls,
+            text_calls=request.recover_text_calls and bool(names),
+            forced=(names if forced == "required" else frozenset({forced}) & names)
+            if forced else frozenset())
         return machine
 
     @property

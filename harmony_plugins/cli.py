@@ -22,6 +22,7 @@ from typing import Any
 
 from . import __version__
 from . import harmony as hm
+from ._checks import schema_check_available
 from ._demo import DEMO_OUTPUTS, DEMO_TOOLS
 from ._events import LeakSuspected, Recovery, ToolCallEnd
 from ._openai import ChatResult
@@ -86,6 +87,14 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tools", metavar="FILE", help="the request's OpenAI tools JSON array")
     p.add_argument("--finish", choices=("stop", "length"), default="stop",
                    help="why the engine stopped (default: stop)")
+    p.add_argument("--tool-choice", default="auto", metavar="auto|required|none|NAME",
+                   help="what the request's tool_choice forced (default: auto); none surfaces "
+                   "no call")
+    p.add_argument("--recover-text-calls", action="store_true",
+                   help="turn a visible message that is wholly a call written as text "
+                   f"({hm.RECIPIENT}{hm.FUNCTIONS_PREFIX}NAME {{...}}; with --tool-choice "
+                   "required or NAME also a bare JSON object) into that call, if the tool's "
+                   "schema accepts it (needs jsonschema)")
     p.add_argument("--stream", action="store_true",
                    help="print chat.completion.chunk JSON lines, one delta per input token "
                    "(text mode: per character)")
@@ -145,6 +154,13 @@ def _read_tools(args: argparse.Namespace) -> list[Any]:
     return tools
 
 
+def _tool_choice(value: str) -> Any:
+    """``--tool-choice`` as a request's ``tool_choice``: a mode, or a named function."""
+    if value in ("auto", "required", "none"):
+        return value
+    return {"type": "function", "function": {"name": value}}
+
+
 def _units(data: str | list[int]) -> Iterator[str | list[int]]:
     """One input unit at a time: a token (ids) or a character (text)."""
     if isinstance(data, str):
@@ -168,10 +184,11 @@ def _chunk(chunk_id: str, created: int, delta: dict[str, Any], finish: str | Non
     })
 
 
-def run_parse(data: str | list[int], tools: list[Any], finish: str,
-              stream: bool) -> list[str]:
+def run_parse(data: str | list[int], tools: list[Any], finish: str, stream: bool,
+              tool_choice: Any = None, recover_text_calls: bool = False) -> list[str]:
     """Print the OpenAI view of one output; returns the report of what was applied."""
-    parser = StreamParser(tools)
+    parser = StreamParser(tools, tool_choice=tool_choice,
+                          recover_text_calls=recover_text_calls)
     result = ChatResult()
     events: list[Any] = []
     if not stream:
@@ -307,7 +324,11 @@ def main(argv: list[str] | None = None) -> int:
                 tools = _read_tools(args)
             except UsageError as e:
                 args.usage.error(str(e))  # the parse usage line and the message; exits 2
-            applied = run_parse(data, tools, args.finish, args.stream)
+            applied = run_parse(data, tools, args.finish, args.stream,
+                                _tool_choice(args.tool_choice), args.recover_text_calls)
+            if args.recover_text_calls and not schema_check_available():
+                applied.insert(0, "harmony-ext: --recover-text-calls needs jsonschema "
+                                  "(pip install 'harmony-ext[schema]'): nothing recovered")
             sys.stdout.flush()  # the OpenAI view first: a write error stops before the report
             for line in applied:
                 print(line, file=sys.stderr)

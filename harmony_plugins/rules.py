@@ -87,6 +87,13 @@ TOOLS_UNKNOWN = "tools_unknown"
 was never told the request's tools (see ``Turn.declare`` and ``Turn.settle``): it cannot be
 surfaced, its body is dropped, and it is counted by this rule alone, with no call outcome."""
 
+CALL_WRITTEN_AS_TEXT = "call_written_as_text"
+"""[10] A visible message that is wholly a call written as text
+(``[commentary ]to=functions.NAME [json]{object}`` naming a declared function whose schema
+accepts the object, or, where the request forced a call, a bare object exactly one allowed
+function's schema accepts) is that call, where the request asked for this recovery; the call's
+outcome is ``surfaced``."""
+
 PARALLEL_CALLS_REFUSED = "parallel_calls_refused"
 """[10] A call after the first in a response whose request set ``parallel_tool_calls`` false:
 not surfaced, its body dropped, counted by this rule alone, with no call outcome."""

@@ -55,7 +55,7 @@ from harmony_plugins import (
     harmony,
     pass_undeclared,
 )
-from harmony_plugins.adapter_support import metrics
+from harmony_plugins.adapter_support import metrics, text_calls
 from harmony_plugins.adapter_support.once import Once
 
 from . import link as links
@@ -83,7 +83,8 @@ def new_turn(tools: Iterable[Any] | None, tool_choice: Any = None, *,
     ``parallel_calls_refused``)."""
     request = Request(tools, tool_choice, pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS),
                       tools_known=tools_known,
-                      parallel_tool_calls=parallel_tool_calls is not False)
+                      parallel_tool_calls=parallel_tool_calls is not False,
+                      recover_text_calls=text_calls.switched_on(os.environ, once))
     return Turn(request, observer=_count if metrics_enabled() else _report)
 
 

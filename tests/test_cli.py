@@ -142,3 +142,23 @@ def _encode(text: str) -> list[int]:
     return (enc.encode(head + "Type ", allowed_special="all")
             + enc.encode(plain, disallowed_special=()) + enc.encode(" to call." + tail,
                                                                     allowed_special="all"))
+
+
+def test_cli_recovers_a_call_written_as_text_only_when_asked():
+    """Contract sections 7 and 10: --recover-text-calls, with --tool-choice saying what the
+    request forced (a function declared by --tool has no schema: it accepts any object)."""
+    text = '<|channel|>final<|message|>to=functions.get_weather {"city":"Paris"}<|return|>'
+    asked = json.loads(_cli("--tool", "get_weather", "--recover-text-calls", stdin=text).stdout)
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in asked["tool_calls"]] == [
+        ("get_weather", '{"city":"Paris"}')]
+    assert (asked["content"], asked["finish_reason"]) == (None, "tool_calls")
+    plain = json.loads(_cli("--tool", "get_weather", stdin=text).stdout)
+    assert (plain["tool_calls"], plain["content"]) == ([], 'to=functions.get_weather '
+                                                           '{"city":"Paris"}')
+    bare = '<|channel|>final<|message|>{"city":"Paris"}<|return|>'
+    for choice, calls in [("required", 1), ("get_weather", 1), ("auto", 0), ("none", 0)]:
+        out = json.loads(_cli("--tool", "get_weather", "--recover-text-calls", "--tool-choice",
+                              choice, stdin=bare).stdout)
+        assert len(out["tool_calls"]) == calls, choice
+    proc = _cli("--tool", "get_weather", "--recover-text-calls", stdin=text)
+    assert "harmony-ext: rule call_written_as_text" in proc.stderr.decode().splitlines()

@@ -248,12 +248,13 @@ class Setup:
     pass_undeclared: bool = False
     ids: bool = False
     parallel_tool_calls: bool = True
+    recover_text_calls: bool = False
 
 
 def setup_of(options: str, tools: list[dict[str, Any]]) -> tuple[Setup | None, list[str]]:
     """What an example's label asks for: ``no tools`` / ``tools: a, b`` / ``tools never
     given``, and optionally ``finish: length``, ``HARMONY_EXT_PASS_UNDECLARED=1``, ``token ids``,
-    ``parallel_tool_calls: false``."""
+    ``parallel_tool_calls: false``, ``HARMONY_EXT_RECOVER_TEXT_CALLS=1``."""
     by_name = {t["function"]["name"]: t for t in tools}
     setup, problems, said_tools = Setup(), [], 0
     for option in (o.strip() for o in options.split(";")):
@@ -276,6 +277,8 @@ def setup_of(options: str, tools: list[dict[str, Any]]) -> tuple[Setup | None, l
             setup.ids = True
         elif option == "parallel_tool_calls: false":
             setup.parallel_tool_calls = False
+        elif option == "HARMONY_EXT_RECOVER_TEXT_CALLS=1":
+            setup.recover_text_calls = True
         else:
             problems.append(f"unknown example option {option!r}")
     if said_tools != 1:
@@ -288,7 +291,8 @@ def run_example(setup: Setup, data: Any, per_unit: bool) -> tuple[list[Any], Any
     """Parse one example as an engine would: (events, Summary, the message shown)."""
     turn = Turn(Request(setup.tools, pass_undeclared=setup.pass_undeclared,
                         tools_known=setup.tools is not None,
-                        parallel_tool_calls=setup.parallel_tool_calls), events=True)
+                        parallel_tool_calls=setup.parallel_tool_calls,
+                        recover_text_calls=setup.recover_text_calls), events=True)
     units = ([[i] for i in data] if setup.ids else list(data)) if per_unit else [data]
     result = ChatResult()
     events: list[Any] = []

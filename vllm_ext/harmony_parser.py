@@ -45,13 +45,15 @@ from harmony_plugins import (
     count_reasoning_tokens,
     pass_undeclared,
 )
-from harmony_plugins.adapter_support import metrics
+from harmony_plugins.adapter_support import metrics, text_calls
 from harmony_plugins.adapter_support.messages import harmony_message
+from harmony_plugins.adapter_support.once import Once
 
 from .deltas import delta_message
 
 logger = logging.getLogger("vllm.harmony_ext")
 _observe = metrics.Counting(logger)
+_once = Once(logger)
 
 
 class HarmonyExtParser(HarmonyParser):
@@ -81,7 +83,8 @@ class HarmonyExtParser(HarmonyParser):
         tools = self._tools if self._tools is not None else getattr(request, "tools", None)
         rules = self._request = Request(
             tools, getattr(request, "tool_choice", None), pass_undeclared(os.environ),
-            parallel_tool_calls=getattr(request, "parallel_tool_calls", None) is not False)
+            parallel_tool_calls=getattr(request, "parallel_tool_calls", None) is not False,
+            recover_text_calls=text_calls.switched_on(os.environ, _once))
         turn = self._turn = Turn(rules, self._vocab, id_factory=make_tool_call_id,
                                  observer=_observe, events=events)
         return turn

@@ -1,0 +1,152 @@
+"""Calls written as text, recovered when asked (contract section 10): the shapes gpt-oss writes
+(hermes-agent#84158, cloudflare/ai#574, lmstudio#873, worker-vllm#262) turn into calls, and every
+near miss stays what it is without the switch. Expected values written by hand from the
+contract; token ids from tiktoken's o200k_harmony."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harmony_plugins import ChatResult, Request, Turn, _checks
+from harmony_plugins.vocab import o200k
+
+ENCODING = o200k.tiktoken_encoding()
+WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+    "additionalProperties": False}}}
+TIME = {"type": "function", "function": {"name": "get_time", "parameters": {
+    "type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"],
+    "additionalProperties": False}}}
+ANYTHING = {"type": "function", "function": {"name": "note", "parameters": {"type": "object"}}}
+PARIS = '{"city":"Paris"}'
+FINAL = "<|channel|>final<|message|>"
+
+# (id, output, tools, tool_choice, the call recovered (name, arguments), reasoning)
+RECOVERED = [
+    ("no_markup", f"to=functions.get_weather {PARIS}", [WEATHER], "auto",
+     ("get_weather", PARIS), None),
+    ("final", f"{FINAL}to=functions.get_weather {PARIS}<|return|>", [WEATHER], "auto",
+     ("get_weather", PARIS), None),
+    ("channel_word_and_type", f"{FINAL}commentary to=functions.get_weather json{PARIS}"
+     "<|return|>", [WEATHER, TIME], "auto", ("get_weather", PARIS), None),
+    ("preamble_spaced", "<|channel|>commentary<|message|>  to=functions.get_weather json "
+     '{"city": "Paris"}\n<|end|>', [WEATHER], "auto", ("get_weather", '{"city": "Paris"}'),
+     None),
+    ("after_reasoning", "<|channel|>analysis<|message|>Weather.<|end|><|start|>assistant"
+     f"{FINAL}to=functions.get_weather {PARIS}<|return|>", [WEATHER], "auto",
+     ("get_weather", PARIS), "Weather."),
+    ("bare_required", f"{FINAL}{PARIS}<|return|>", [WEATHER, TIME], "required",
+     ("get_weather", PARIS), None),
+    ("bare_named", f'{FINAL}{{"tz": "UTC"}}<|return|>', [WEATHER, TIME],
+     {"type": "function", "function": {"name": "get_time"}}, ("get_time", '{"tz": "UTC"}'),
+     None),
+]
+
+# (id, output, tools, tool_choice, finish): each stays as it is without the switch
+NEAR_MISSES = [
+    ("prose_before", f"{FINAL}Sure: to=functions.get_weather {PARIS}<|return|>", [WEATHER],
+     "auto", "stop"),
+    ("prose_after", f"{FINAL}to=functions.get_weather {PARIS} is what I would call.<|return|>",
+     [WEATHER], "auto", "stop"),
+    ("undeclared_name", f"{FINAL}to=functions.get_time {PARIS}<|return|>", [WEATHER], "auto",
+     "stop"),
+    ("schema_refuses", f'{FINAL}to=functions.get_weather {{"town":"Paris"}}<|return|>',
+     [WEATHER], "auto", "stop"),
+    ("cut_object", f'{FINAL}to=functions.get_weather {{"city":"Par', [WEATHER], "auto",
+     "length"),
+    ("json_answer_not_forced", f"{FINAL}{PARIS}<|return|>", [WEATHER], "auto", "stop"),
+    ("quoted_example", f"{FINAL}```\nto=functions.get_weather {PARIS}\n```<|return|>",
+     [WEATHER], "auto", "stop"),
+    ("in_reasoning", f"<|channel|>analysis<|message|>to=functions.get_weather {PARIS}<|end|>",
+     [WEATHER], "auto", "stop"),
+    ("bare_fits_two", f'{FINAL}{{"x": 1}}<|return|>', [ANYTHING, {**ANYTHING, "function": {
+        **ANYTHING["function"], "name": "memo"}}], "required", "stop"),
+    ("not_an_object", f'{FINAL}to=functions.get_weather ["Paris"]<|return|>', [WEATHER],
+     "auto", "stop"),
+    ("named_other_function", f"{FINAL}{PARIS}<|return|>", [WEATHER, TIME],
+     {"type": "function", "function": {"name": "get_time"}}, "stop"),
+    ("none_forced", f"{FINAL}to=functions.get_weather {PARIS}<|return|>", [WEATHER], "none",
+     "stop"),
+]
+
+
+def run(text: str, tools: list, choice, recover: bool, mode: str, per_unit: bool,
+        finish: str = "stop"):
+    """(the chat message, the turn's Summary, the steps' content pieces) of one output."""
+    seen = []
+    turn = Turn(Request(tools, choice, recover_text_calls=recover), observer=seen.append,
+                id_factory=lambda: "call_1")
+    data = ENCODING.encode(text, allowed_special="all") if mode == "ids" else text
+    units = ([[i] for i in data] if mode == "ids" else list(data)) if per_unit else [data]
+    result, pieces = ChatResult(), []
+    for unit in units:
+        step = turn.feed_ids(unit) if mode == "ids" else turn.feed_text(unit)
+        result.add(step)
+        pieces.append(step.content)
+    result.add(turn.close(finish))
+    return result.message(), seen[0], pieces
+
+
+def calls_of(message: dict) -> list[tuple[str, str]]:
+    return [(c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]]
+
+
+@pytest.mark.parametrize("mode", ["text", "ids"])
+@pytest.mark.parametrize("per_unit", [False, True])
+@pytest.mark.parametrize("case", RECOVERED, ids=[c[0] for c in RECOVERED])
+def test_a_call_written_as_text_is_that_call_when_asked(case, mode, per_unit):
+    _, text, tools, choice, call, reasoning = case
+    message, summary, pieces = run(text, tools, choice, True, mode, per_unit)
+    assert calls_of(message) == [call]
+    assert (message["content"], message["reasoning"]) == (None, reasoning)
+    assert message["finish_reason"] == "tool_calls"
+    assert summary.recoveries.get("call_written_as_text") == 1
+    assert summary.outcomes == {"surfaced": 1}
+    assert "".join(pieces) == ""  # held back while it may be a call: never shown
+    # without the switch: content, as before, and no such rule
+    message, summary, _ = run(text, tools, choice, False, mode, per_unit)
+    assert calls_of(message) == [] and message["content"]
+    assert "call_written_as_text" not in summary.recoveries
+
+
+@pytest.mark.parametrize("mode", ["text", "ids"])
+@pytest.mark.parametrize("case", NEAR_MISSES, ids=[c[0] for c in NEAR_MISSES])
+def test_a_near_miss_stays_as_it_is(case, mode):
+    _, text, tools, choice, finish = case
+    for per_unit in (False, True):
+        on = run(text, tools, choice, True, mode, per_unit, finish)
+        off = run(text, tools, choice, False, mode, per_unit, finish)
+        assert on[0] == off[0]  # the same message, switch on or off
+        assert on[1] == off[1]  # the same counts
+        assert "call_written_as_text" not in on[1].recoveries
+        assert calls_of(on[0]) == []
+
+
+def test_a_message_that_cannot_be_a_call_is_shown_as_it_comes():
+    """Held only as long as it may be a call: plain prose shows at its first piece."""
+    text = f"{FINAL}Hello there, all is well.<|return|>"
+    _, _, pieces = run(text, [WEATHER], "auto", True, "ids", True)
+    shown = [p for p in pieces if p]
+    assert shown[0] == "Hello" and "".join(shown) == "Hello there, all is well."
+    _, _, pieces = run(f"{FINAL}to=functions.get_weather {PARIS} or not.<|return|>",
+                       [WEATHER], "auto", True, "ids", True)
+    shown = [p for p in pieces if p]
+    assert len(shown) > 1 and "".join(shown) == f"to=functions.get_weather {PARIS} or not."
+
+
+def test_without_a_schema_check_nothing_is_recovered(monkeypatch):
+    monkeypatch.setattr(_checks, "_jsonschema", False)
+    message, summary, _ = run(RECOVERED[1][1], [WEATHER], "auto", True, "text", False)
+    assert calls_of(message) == [] and message["content"] == f"to=functions.get_weather {PARIS}"
+    assert "call_written_as_text" not in summary.recoveries
+
+
+def test_a_recovered_call_is_framed_as_a_call_in_the_events():
+    turn = Turn(Request([WEATHER], recover_text_calls=True), events=True,
+                id_factory=lambda: "call_1")
+    step = turn.feed_text(RECOVERED[1][1], finish="stop")
+    kinds = [(type(e).__name__, getattr(e, "kind", None)) for e in step.events]
+    assert ("MessageBegin", "call") in kinds and ("MessageBegin", "content") not in kinds
+    assert json.loads(step.ended[0].arguments) == {"city": "Paris"}
