@@ -12,6 +12,7 @@ outputs, :mod:`harmony_plugins._demo`); ``tests/test_one_source.py`` checks that
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import NamedTuple
 
 # -- control tokens ---------------------------------------------------------------------------
@@ -64,6 +65,17 @@ CONTROL_TOKENS = (
 )
 """The named special tokens, in id order. Every other id from :data:`FIRST_SPECIAL_ID` up is
 ``<|reserved_N|>`` (N the id), never meaningful."""
+
+STOP_IDS = tuple(t.id for t in CONTROL_TOKENS if t.marker in (RETURN, CALL))
+"""The ids an assistant's turn stops at, ``<|return|>`` and ``<|call|>`` (openai-harmony's stop
+tokens for assistant actions): every request stops there with harmony-ext selected (contract
+section 10), whatever the checkpoint's generation config lists."""
+
+
+def with_stop_ids(ids: Iterable[int] | None) -> list[int]:
+    """A request's own stop ids and :data:`STOP_IDS` after them, each once, in order."""
+    return list(dict.fromkeys([*(ids or ()), *STOP_IDS]))
+
 
 ORDINARY_TOKENS = 199_998
 """o200k_base's byte-level BPE tokens: ids 0..199997."""

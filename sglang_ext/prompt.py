@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from harmony_plugins import MissingExtra, NotRenderable, chat_prompt_ids, switch
+from harmony_plugins import MissingExtra, NotRenderable, chat_prompt_ids, harmony, switch
 from harmony_plugins.adapter_support.once import Once
 from harmony_plugins.adapter_support.vocabulary import load_openai_harmony
 
@@ -46,6 +46,15 @@ def active(serving: Any) -> bool:
             and not switch(os.environ.get(OPT_OUT)))
 
 
+def stop_at_harmony_stops(request: Any) -> None:
+    """Merge Harmony's stop ids into a chat request's own (contract section 10): SGLang takes
+    a model's stop ids from its generation config alone, and one without ``<|call|>`` lets the
+    model write the tool's result itself. (Its Responses API adds them itself.) A request with
+    ``ignore_eos`` asked for exactly its tokens and is left alone."""
+    if not getattr(request, "ignore_eos", False):
+        request.stop_token_ids = harmony.with_stop_ids(request.stop_token_ids)
+
+
 def apply_template(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
     """AROUND hook on ``OpenAIServingChat._apply_jinja_template``."""
     if not active(self):
@@ -59,6 +68,7 @@ def apply_template(original: Callable[..., Any], self: Any, *args: Any, **kwargs
              "harmony-ext: unknown _apply_jinja_template signature; gpt-oss "
              "prompts are rendered by SGLang's chat template")
         return original(self, *args, **kwargs)
+    stop_at_harmony_stops(request)
     try:
         if getattr(self, "chat_encoding_spec", None) is not None or getattr(
                 self, "_encoding_adapter", None) is not None:

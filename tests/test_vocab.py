@@ -162,3 +162,16 @@ def test_the_byte_level_table_is_the_one_transformers_converts_with():
     theirs = {char: byte for byte, char in bytes_to_unicode().items()}
     assert _byte_decoder() == theirs
     assert set(_byte_decoder()) == set(ByteLevel.alphabet())
+
+
+def test_the_stop_ids_are_return_and_call_and_merge_after_a_request_s_own():
+    """Contract section 10: every request stops at <|return|> and <|call|>; their ids are the
+    ones tiktoken's o200k_harmony gives, not the table's own."""
+    from harmony_plugins import harmony
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
+
+    enc = tiktoken_encoding()
+    expected = [enc.encode(t, allowed_special="all")[0] for t in ("<|return|>", "<|call|>")]
+    assert list(harmony.STOP_IDS) == expected
+    assert harmony.with_stop_ids(None) == expected
+    assert harmony.with_stop_ids([5, expected[1], 5]) == [5, expected[1], expected[0]]

@@ -43,6 +43,7 @@ from harmony_plugins import (
     Turn,
     Vocab,
     count_reasoning_tokens,
+    harmony,
     pass_undeclared,
 )
 from harmony_plugins.adapter_support import metrics, text_calls
@@ -103,6 +104,17 @@ class HarmonyExtParser(HarmonyParser):
         self._past_tokens += self._fed
         self._past_reasoning += turn.reasoning_tokens
         self._fed = 0
+
+    def adjust_request(self, request: Any) -> Any:
+        """vLLM's own adjustments (structural tags for ``tool_choice`` and
+        ``response_format``), then Harmony's stop ids merged into the request's (contract
+        section 10): vLLM takes its stop ids from the checkpoint's generation config alone,
+        and one without ``<|call|>`` lets the model write the tool's result itself. A request
+        with ``ignore_eos`` asked for exactly its tokens and is left alone."""
+        request = super().adjust_request(request)
+        if not getattr(request, "ignore_eos", False):
+            request.stop_token_ids = harmony.with_stop_ids(request.stop_token_ids)
+        return request
 
     # -- chat completions --------------------------------------------------------------
 
