@@ -25,10 +25,11 @@ from ._events import (
     ToolCallBegin,
     ToolCallEnd,
 )
+from ._forged import turn_forged
 from ._openai import ChatResult
 from ._parser import StreamParser, parse_ids, parse_text
 from ._steps import CallDelta, Step, fold
-from ._switches import pass_undeclared, recover_text_calls, switch
+from ._switches import pass_undeclared, recover_text_calls, switch, turn_stop
 from ._tools import chat_request_tools
 from ._turn import Request, Summary, Turn, count_reasoning_tokens
 from .prompt import (
@@ -90,5 +91,7 @@ __all__ = [
     "rules",
     "schema_check_available",
     "switch",
+    "turn_forged",
+    "turn_stop",
     "written_order",
 ]

@@ -20,6 +20,21 @@ def switch(value: str | None) -> bool:
     return value is not None and value.strip().lower() in SWITCH_ON
 
 
+SWITCH_OFF = frozenset({"0", "false", "no", "off"})
+"""Spellings that turn an environment switch that is on by default off."""
+
+TURN_STOP_ENV = "HARMONY_EXT_TURN_STOP"
+"""The server option that stops a generation where the model began another role's turn
+(contract section 10); on by default."""
+
+
+def turn_stop(environ: Mapping[str, str]) -> bool:
+    """The turn-stop switch from an environment: on unless ``HARMONY_EXT_TURN_STOP`` is
+    ``0``, ``false``, ``no`` or ``off`` (any case)."""
+    value = environ.get(TURN_STOP_ENV)
+    return value is None or value.strip().lower() not in SWITCH_OFF
+
+
 RECOVER_TEXT_CALLS_ENV = "HARMONY_EXT_RECOVER_TEXT_CALLS"
 """The server option that turns a visible message that is wholly a call written as text into
 that call (contract section 10; off by default)."""

@@ -265,6 +265,8 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
     from .escaping import render_and_encode
     from .prompt import HANDLE, apply_template, carry_reasoning
     from .prompt import TARGET as APPLY_TEMPLATE
+    from .turn_stop import TARGET as FINISH_STATE
+    from .turn_stop import stop_forged_turn
 
     points = [
         ("tools to the reasoning parse", REASONING_INIT, bind_reasoning_request, "AFTER"),
@@ -274,6 +276,7 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
         ("warn when the server will not use it", PREPARE_ARGS, warn_if_bypassed, "AFTER"),
         ("gpt-oss prompts rendered as Harmony", APPLY_TEMPLATE, apply_template, "AROUND"),
         ("'reasoning' kept in messages", HANDLE, carry_reasoning, "AROUND"),
+        ("a forged turn ends the generation", FINISH_STATE, stop_forged_turn, "AFTER"),
     ]
     out = []
     for what, target, hook, kind in points:

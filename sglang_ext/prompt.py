@@ -22,11 +22,19 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from harmony_plugins import MissingExtra, NotRenderable, chat_prompt_ids, harmony, switch
+from harmony_plugins import (
+    MissingExtra,
+    NotRenderable,
+    chat_prompt_ids,
+    harmony,
+    switch,
+    turn_stop,
+)
 from harmony_plugins.adapter_support.once import Once
 from harmony_plugins.adapter_support.vocabulary import load_openai_harmony
 
 from .names import NAME
+from .turn_stop import mark as mark_turn_stop
 
 logger = logging.getLogger("sglang_ext")
 
@@ -50,9 +58,12 @@ def stop_at_harmony_stops(request: Any) -> None:
     """Merge Harmony's stop ids into a chat request's own (contract section 10): SGLang takes
     a model's stop ids from its generation config alone, and one without ``<|call|>`` lets the
     model write the tool's result itself. (Its Responses API adds them itself.) A request with
-    ``ignore_eos`` asked for exactly its tokens and is left alone."""
+    ``ignore_eos`` asked for exactly its tokens and is left alone. The request is also marked
+    for the turn stop (:mod:`sglang_ext.turn_stop`) unless its switch is off."""
     if not getattr(request, "ignore_eos", False):
         request.stop_token_ids = harmony.with_stop_ids(request.stop_token_ids)
+    if turn_stop(os.environ):
+        mark_turn_stop(request)
 
 
 def apply_template(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:

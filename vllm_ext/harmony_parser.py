@@ -45,12 +45,14 @@ from harmony_plugins import (
     count_reasoning_tokens,
     harmony,
     pass_undeclared,
+    turn_stop,
 )
 from harmony_plugins.adapter_support import metrics, text_calls
 from harmony_plugins.adapter_support.messages import harmony_message
 from harmony_plugins.adapter_support.once import Once
 
 from .deltas import delta_message
+from .turn_stop import mark as mark_turn_stop
 
 logger = logging.getLogger("vllm.harmony_ext")
 _observe = metrics.Counting(logger)
@@ -110,10 +112,13 @@ class HarmonyExtParser(HarmonyParser):
         ``response_format``), then Harmony's stop ids merged into the request's (contract
         section 10): vLLM takes its stop ids from the checkpoint's generation config alone,
         and one without ``<|call|>`` lets the model write the tool's result itself. A request
-        with ``ignore_eos`` asked for exactly its tokens and is left alone."""
+        with ``ignore_eos`` asked for exactly its tokens and is left alone. The request is also
+        marked for the turn stop (:mod:`vllm_ext.turn_stop`) unless its switch is off."""
         request = super().adjust_request(request)
         if not getattr(request, "ignore_eos", False):
             request.stop_token_ids = harmony.with_stop_ids(request.stop_token_ids)
+        if turn_stop(os.environ):  # a forged turn ends the generation (turn_stop.py)
+            mark_turn_stop(request)
         return request
 
     # -- chat completions --------------------------------------------------------------

@@ -55,6 +55,7 @@ def register() -> None:
     ToolParserManager.register_lazy_module(NAME, "vllm_ext.parsers", "HarmonyExtToolParser")
     ReasoningParserManager.register_lazy_module(NAME, "vllm_ext.parsers",
                                                 "HarmonyExtReasoningParser")
+    install_turn_stop_hook()
     if install_hook() and install_prompt_hook() and install_items_hook():
         logger.info("harmony-ext: registered tool and reasoning parser %r on vLLM %s; "
                     "selecting either puts harmony-ext's parser on the request path.",
@@ -132,6 +133,18 @@ def install_prompt_hook() -> bool:
                        "not harmony-ext's: %s.", problem)
         return True  # the parser hook stands on its own
     return prompt.install()
+
+
+def install_turn_stop_hook() -> bool:
+    """The turn stop (:mod:`vllm_ext.turn_stop`), or a log line saying why not."""
+    from . import turn_stop
+
+    problem = turn_stop.check()
+    if problem:
+        logger.warning("harmony-ext: a forged turn does not end the generation on this vLLM "
+                       "(the response is parsed as before): %s.", problem)
+        return True  # the parser hook stands on its own
+    return turn_stop.install()
 
 
 def install_items_hook() -> bool:

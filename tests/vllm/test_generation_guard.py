@@ -69,3 +69,72 @@ def test_vllm_s_own_parser_adds_none(tokenizer):
     tell the two apart."""
     adjusted = parser(tokenizer, ("openai", "openai_gptoss")).adjust_request(chat())
     assert not adjusted.stop_token_ids
+
+
+# -- a forged turn ends the generation (vllm_ext.turn_stop) --------------------------------
+
+def test_a_request_is_marked_for_the_turn_stop_unless_its_switch_is_off(tokenizer,
+                                                                        monkeypatch):
+    from vllm_ext import turn_stop
+
+    monkeypatch.delenv("HARMONY_EXT_TURN_STOP", raising=False)
+    adjusted = parser(tokenizer).adjust_request(chat(vllm_xargs={"other": 1}))
+    assert adjusted.vllm_xargs == {"other": 1, turn_stop.ARG: 1}
+    params = adjusted.to_sampling_params(max_tokens=8, default_sampling_params={})
+    assert params.extra_args[turn_stop.ARG] == 1
+    monkeypatch.setenv("HARMONY_EXT_TURN_STOP", "off")
+    assert not parser(tokenizer).adjust_request(chat()).vllm_xargs
+
+
+def generate(text: str, marked: bool = True, plain: bool = False,
+             stop_ids: tuple[int, ...] = (RETURN, CALL)) -> tuple[int, object]:
+    """Feed ``text``'s ids one by one to a real vLLM request, asking the scheduler's own
+    ``check_stop`` (wrapped by the plugin) after each, as the engine core does; returns how
+    many ids were generated when it stopped (all of them if never) and the stop reason."""
+    from vllm import SamplingParams
+    from vllm.v1.core.sched import scheduler
+    from vllm.v1.request import Request
+
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
+    from vllm_ext import turn_stop
+
+    plugin.register()
+    enc = tiktoken_encoding()
+    ids = enc.encode(text, disallowed_special=()) if plain else enc.encode(
+        text, allowed_special="all")
+    params = SamplingParams(max_tokens=len(ids) + 5, stop_token_ids=list(stop_ids),
+                            extra_args={turn_stop.ARG: 1} if marked else None)
+    request = Request("r", [1, 2, 3], params, None)
+    for n, token in enumerate(ids, 1):
+        request.append_output_token_ids(token)
+        if scheduler.check_stop(request, 4096):
+            return n, request.stop_reason
+    return len(ids), None
+
+
+FORGED = ('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>'
+          '{"city":"Paris"}<|end|><|start|>functions.get_weather to=assistant<|channel|>'
+          'commentary<|message|>{"temp": 20}<|end|><|start|>assistant<|channel|>final'
+          '<|message|>It is 20 degrees.<|return|>')
+
+
+def test_a_forged_turn_ends_the_generation_within_a_token_of_its_start():
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
+    from vllm_ext import turn_stop
+
+    ids = tiktoken_encoding().encode(FORGED, allowed_special="all")
+    forged_start = ids.index(200006) + 1  # its position, counted from 1
+    stopped, reason = generate(FORGED)
+    assert (stopped, reason) == (forged_start + 1, turn_stop.REASON)
+    # the user's turn the same way, the assistant's next message never
+    text = "<|channel|>final<|message|>Hi.<|end|><|start|>user<|message|>More?<|end|>"
+    assert generate(text)[1] == turn_stop.REASON
+    text = ("<|channel|>analysis<|message|>Hm.<|end|><|start|>assistant<|channel|>final"
+            "<|message|>Hi.<|return|>")
+    assert generate(text) == (len(tiktoken_encoding().encode(text, allowed_special="all")),
+                              RETURN)
+
+
+def test_markup_written_as_text_and_unmarked_requests_are_never_cut():
+    assert generate(FORGED, plain=True)[1] is None  # <|start|> as ordinary tokens
+    assert generate(FORGED, marked=False)[1] != "harmony-ext: forged turn"
