@@ -2,11 +2,12 @@
 
     bash pages/run.sh multi-turn-sglang      # .venv-sglang; writes docs/multi-turn-sglang.md
 
-For each round trip of ``tests/sglang/test_round_trip.py`` (turn 1 parsed by harmony-ext and
-sent back with the tool results, through SGLang's real ``OpenAIServingChat`` with the model
-scripted), the end of the prompt for turn 2 *after* (harmony-ext's parsers selected, so its
-prompt rendering) and *before* (SGLang's own ``gpt-oss`` parsers and the suite's stand-in
-template). Recorded, not judged: the tests hold *after* to contract section 8, token by token.
+For each round trip of ``harmony_ext_testing/sglang_round_trips.py`` (turn 1 parsed by
+harmony-ext and sent back with the tool results, through SGLang's real ``OpenAIServingChat``
+with the model scripted), the end of the prompt for turn 2 *after* (harmony-ext's parsers
+selected, so its prompt rendering) and *before* (SGLang's own ``gpt-oss`` parsers and the
+suite's stand-in template). Recorded, not judged: the tests
+(``tests/sglang/test_round_trip.py``) hold *after* to contract section 8, token by token.
 Nothing is written but the page (``--out``); the model folder is a temporary one.
 """
 
@@ -21,12 +22,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "sglang")]  # as pytest imports the tests
-
-from pages.sglang_comparison import sglang_chat_runner  # noqa: E402
-from tests.sglang.sglang_cases import WEATHER  # noqa: E402
-from tests.sglang.test_round_trip import (  # noqa: E402
+from harmony_ext_testing.client import WEATHER
+from harmony_ext_testing.sglang_round_trips import (
     NEXT,
     ROUND_TRIPS,
     answered,
@@ -35,7 +32,9 @@ from tests.sglang.test_round_trip import (  # noqa: E402
     show,
     split,
 )
+from pages.sglang_comparison import sglang_chat_runner
 
+ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "bash pages/run.sh multi-turn-sglang"
 
 
@@ -45,9 +44,9 @@ def before_text(sglang_chat: Any, messages: list[dict[str, Any]], tools: list[di
     message on, or the error it answers."""
     answer = sglang_chat(NEXT, stream=False, tools=tools, messages=messages,
                          tool_parser="gpt-oss", reasoning_parser="gpt-oss", send_raw=True)
-    if not answer.manager.requests:
+    if not answer.requests:
         return f"(no prompt: HTTP {answer.body.get('code')}: {answer.body.get('message')})"
-    text = show(encoding, list(answer.manager.requests[0].input_ids))
+    text = show(encoding, answer.prompts[0])
     return text[text.index("<|start|>user"):]
 
 
@@ -79,7 +78,7 @@ def render_page(rendered: dict[str, dict[str, str]]) -> str:
         "",
         f"Generated on {now} against SGLang {version('sglang')} (its real `OpenAIServingChat`, "
         "the model replaced by a scripted stand-in) by `pages/multi_turn_sglang.py`, from the "
-        "cases of `tests/sglang/test_round_trip.py`; regenerate with",
+        "cases of `harmony_ext_testing/sglang_round_trips.py`; regenerate with",
         f"`{COMMAND}`.",
         "",
         "Turn 1 is parsed by harmony-ext; the parsed message goes back with the tool results, as",

@@ -4,10 +4,11 @@
 
 Starts two tiny CPU vLLM servers (harmony-ext's parsers, and vLLM's built-in ones, where
 harmony-ext's prompt hook is inactive); for each round trip of
-``tests/e2e_vllm/test_round_trip.py`` turn 1 is parsed by harmony-ext and sent back with the
-tool results, and the end of the prompt each server renders for turn 2 is recorded: *after*
-and *before*. Nothing is judged here: the tests hold *after* to contract section 8, token by
-token. Nothing but the page (``--out``) is written; the servers' logs go to a temporary folder.
+``harmony_ext_testing/vllm_round_trips.py`` turn 1 is parsed by harmony-ext and sent back with
+the tool results, and the end of the prompt each server renders for turn 2 is recorded: *after*
+and *before*. Nothing is judged here: the tests (``tests/e2e_vllm/test_round_trip.py``) hold
+*after* to contract section 8, token by token. Nothing but the page (``--out``) is written; the
+servers' logs go to a temporary folder.
 """
 
 from __future__ import annotations
@@ -18,12 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.e2e_vllm.cases import server_version  # noqa: E402
-from tests.e2e_vllm.conftest import BUILTIN_ENV, STORE_ENV, tiny_vllm_server  # noqa: E402
-from tests.e2e_vllm.test_round_trip import (  # noqa: E402
+from harmony_ext_testing.renderings import token_ids, user
+from harmony_ext_testing.vllm_cases import server_version
+from harmony_ext_testing.vllm_round_trips import (
     ROUND_TRIPS,
     USER,
     answered,
@@ -31,10 +29,10 @@ from tests.e2e_vllm.test_round_trip import (  # noqa: E402
     history,
     prompt_ids,
     show,
-    token_ids,
-    user,
 )
+from harmony_ext_testing.vllm_server import BUILTIN_ENV, STORE_ENV, tiny_vllm_server
 
+ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "bash pages/run.sh multi-turn-vllm"
 
 
@@ -70,7 +68,7 @@ def render_page(rendered: dict[str, dict[str, str]], vllm_version: str) -> str:
         "",
         f"Generated on {now} against vLLM {vllm_version} (CPU, tiny gpt-oss model, scripted "
         "output) by `pages/multi_turn_vllm.py`, from the cases of",
-        f"`tests/e2e_vllm/test_round_trip.py`; regenerate with `{COMMAND}`.",
+        f"`harmony_ext_testing/vllm_round_trips.py`; regenerate with `{COMMAND}`.",
         "",
         "Turn 1 is parsed by harmony-ext; the `openai` client sends the parsed message back with",
         "the tool results. Each block is the end of the prompt vLLM renders for turn 2 (from the",

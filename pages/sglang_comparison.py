@@ -2,14 +2,15 @@
 
     bash pages/run.sh sglang-comparison      # .venv-sglang; writes docs/sglang-comparison.md
 
-Every case of ``tests/sglang/sglang_cases.py`` is served by SGLang's real ``OpenAIServingChat``
-with only the model scripted (the tests' own runner, ``tests/sglang/conftest.py``), once with
-``harmony-ext`` and once with ``gpt-oss`` as tool and reasoning parser, streamed and not; then a
-long final answer is timed through each parser chain. What each returns is recorded, not judged:
-the tests hold harmony-ext to the contract (``tests/sglang/test_harmony_ext_parsers.py``), and
-this page shows both side by side. The page is rewritten only when something besides the date
-and the timings changed. Nothing is written but the page (``--out``); the model folder is a
-temporary one.
+Every case of ``harmony_ext_testing/sglang_cases.py`` is served by SGLang's real
+``OpenAIServingChat`` with only the model scripted (the tests' own runner,
+``harmony_ext_testing/sglang_serving.py``), once with ``harmony-ext`` and once with ``gpt-oss``
+as tool and reasoning parser, streamed and not; then a long final answer is timed through each
+parser chain. What each returns is recorded, not judged: the tests hold harmony-ext to the
+contract (``tests/sglang/test_harmony_ext_parsers.py``), and this page shows both side by side.
+The page is rewritten only when something besides the date and the timings changed. Nothing is
+written but the page (``--out``); the model folder is a temporary one. SGLang is imported when
+the page is made, not with the module (the core's tests import every generator).
 """
 
 from __future__ import annotations
@@ -23,53 +24,46 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import harmony_plugins
+from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer
+from harmony_ext_testing.sglang_cases import (
+    CASES,
+    NAME,
+    Case,
+    chain_stream,
+    long_answer,
+    pieces_for,
+    served,
+    token_chunkings,
+)
+from harmony_ext_testing.sglang_serving import chat_runner, write_model_dir
+from sglang_ext import link as links
+
 ROOT = Path(__file__).resolve().parents[1]
-SGLANG_TESTS = ROOT / "tests" / "sglang"
-sys.path[:0] = [str(ROOT), str(SGLANG_TESTS)]  # the tests' modules, as pytest imports them
-
-import sglang  # noqa: E402
-from sglang.srt.plugins import load_plugins  # noqa: E402
-from sglang.srt.runtime_context import publish  # noqa: E402
-from sglang.srt.server_args import ServerArgs  # noqa: E402
-from sglang_cases import CASES, Case, chain_stream, token_chunkings  # noqa: E402
-from test_harmony_ext_parsers import NAME, long_answer, pieces_for, served  # noqa: E402
-
-import harmony_plugins  # noqa: E402
-from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer  # noqa: E402
-from sglang_ext import link as links  # noqa: E402
-
 COMMAND = "bash pages/run.sh sglang-comparison"
 BUILTIN = "gpt-oss"
 
 
-def _conftest() -> Any:
-    """tests/sglang/conftest.py as a module: its runner of SGLang's real chat serving."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("sglang_tests_conftest",
-                                                  SGLANG_TESTS / "conftest.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
 def sglang_chat_runner(folder: Path) -> Any:
-    """The tests' runner of SGLang's real chat serving (``tests/sglang/conftest.py``), over a
-    tiny gpt_oss model folder and o200k tokenizer written into ``folder``; SGLang's plugins
-    loaded as every SGLang process loads them (registers harmony-ext)."""
-    conftest = _conftest()
+    """The tests' runner of SGLang's real chat serving
+    (:func:`harmony_ext_testing.sglang_serving.chat_runner`), over a tiny gpt_oss model folder
+    and o200k tokenizer written into ``folder``; SGLang's plugins loaded as every SGLang
+    process loads them (registers harmony-ext)."""
+    from sglang.srt.plugins import load_plugins
+
     load_plugins()
     hf_dir = write_hf_tokenizer(folder / "o200k_hf")
     model = folder / "sglang_gpt_oss"
     model.mkdir()
-    conftest.write_model_dir(model, hf_dir)
-    return conftest.chat_runner(model)
+    write_model_dir(model, hf_dir)
+    return chat_runner(model)
 
 
 def record(folder: Path) -> dict[str, dict[str, Any]]:
     """case id -> {"harmony-ext": ..., "gpt-oss": ...}, and "_perf": the timings."""
+    from sglang.srt.runtime_context import publish
+    from sglang.srt.server_args import ServerArgs
+
     chat = sglang_chat_runner(folder)
     hf_dir, model = folder / "o200k_hf", folder / "sglang_gpt_oss"
     pieces = pieces_for(hf_dir)
@@ -174,6 +168,8 @@ def verdict(case: Case, ours: dict[str, Any], theirs: dict[str, Any]) -> str:
 
 
 def render_doc(results: dict[str, dict[str, Any]]) -> str:
+    import sglang
+
     lines = [
         "# harmony-ext vs SGLang's built-in gpt-oss parsers",
         "",
@@ -188,7 +184,7 @@ def render_doc(results: dict[str, dict[str, Any]]) -> str:
         "Columns show the non-streamed response (R reasoning, C content, calls, finish_reason); a "
         "second line gives the streamed result (one token per delta) where it differs. The "
         "verdict compares both with the contract (`docs/contract.md`); the expected values "
-        "are a hand-written reading of the contract (`tests/sglang/sglang_cases.py`). "
+        "are a hand-written reading of the contract (`harmony_ext_testing/sglang_cases.py`). "
         "harmony-ext's rows are also checked by the tests "
         "(`tests/sglang/test_harmony_ext_parsers.py`), "
         "streamed in random token groups and, through the parser classes, in arbitrary "

@@ -4,12 +4,12 @@
 
 Starts two tiny CPU vLLM servers (``scripts/vllm_tiny_server.sh``, as the tests do): one with
 ``--tool-call-parser harmony-ext --reasoning-parser harmony-ext``, one with vLLM's ``openai`` /
-``openai_gptoss``; puts every case of ``tests/e2e_vllm/cases.py`` through both, chat streamed
-and not, and the Responses API for the cases marked so; records what each returns and writes
-the page. Nothing is judged here: ``tests/e2e_vllm/test_harmony_ext_server.py`` holds
+``openai_gptoss``; puts every case of ``harmony_ext_testing/vllm_cases.py`` through both, chat
+streamed and not, and the Responses API for the cases marked so; records what each returns and
+writes the page. Nothing is judged here: ``tests/e2e_vllm/test_harmony_ext_server.py`` holds
 harmony-ext to the contract. The servers' logs go to a temporary folder (shown on a failed
-start); nothing but the page (``--out``) is written. About two server starts (a minute or two
-on 2 cores) and a minute of requests.
+start); nothing but the page (``--out``) is written. About two server starts (a minute or two on
+2 cores) and a minute of requests.
 """
 
 from __future__ import annotations
@@ -22,10 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.e2e_vllm.cases import (  # noqa: E402
+from harmony_ext_testing.vllm_cases import (
     CASES,
     CASES_BY_ID,
     RESPONSES_CASES,
@@ -37,16 +34,12 @@ from tests.e2e_vllm.cases import (  # noqa: E402
     server_version,
     verdict,
 )
-from tests.e2e_vllm.conftest import BUILTIN_ENV, STORE_ENV, tiny_vllm_server  # noqa: E402
+from harmony_ext_testing.vllm_round_trips import client_for
+from harmony_ext_testing.vllm_server import BUILTIN_ENV, STORE_ENV, tiny_vllm_server
 
+ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "bash pages/run.sh vllm-comparison"
 ROW_KEYS = [f"chat:{c.id}" for c in CASES] + [f"responses:{c.id}" for c in RESPONSES_CASES]
-
-
-def client_for(base_url: str) -> Any:
-    import openai
-
-    return openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0)
 
 
 def record(ext_url: str, builtin_url: str) -> dict[str, dict[str, dict[str, Any]]]:
@@ -87,7 +80,7 @@ def comparison_doc(version: str, results: dict[str, dict[str, dict[str, Any]]]) 
         "openai_gptoss`, each streamed and not; a cell shows both when they disagree. The",
         "verdict says how the built-in result differs from harmony-ext's (which the tests,",
         "`tests/e2e_vllm/test_harmony_ext_server.py`, hold to `docs/contract.md`). Case",
-        "definitions: `tests/e2e_vllm/cases.py`.",
+        "definitions: `harmony_ext_testing/vllm_cases.py`.",
         "",
         "| case | harmony-ext result | vLLM built-in result | verdict |",
         "|---|---|---|---|",

@@ -95,7 +95,7 @@ class Checker:
     """Reads the support modules once; answers which tests reach a failure."""
 
     modules: dict[str, Module]
-    """dotted name from the root (``tests.sglang.sglang_cases``) -> module."""
+    """dotted name from the root (``tests.sglang.sglang_process``) -> module."""
     by_stem: dict[str, list[str]] = field(default_factory=dict)
     _memo: dict[tuple[str, str], bool] = field(default_factory=dict)
 

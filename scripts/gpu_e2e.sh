@@ -7,7 +7,7 @@
 # builds the tiny gpt-oss model into .cache/tiny-gpt-oss and runs tests/gpu: the real
 # OpenAI server on the GPU (vllm serve, --tool-call-parser/--reasoning-parser harmony-ext,
 # scripted output), once with one API server and once with --api-server-count 2, through
-# every case of tests/e2e_vllm/cases.py. Needs an NVIDIA GPU and access to PyPI; exits 3
+# every case of harmony_ext_testing/vllm_cases.py. Needs an NVIDIA GPU and access to PyPI; exits 3
 # without a GPU. Idempotent: .venv-gpu/.ok records what the venv was built for.
 #
 # Environment:

@@ -8,7 +8,7 @@
 # tests/gpu/test_gpu_sglang.py: python -m sglang.launch_server on the GPU with
 # --tool-call-parser/--reasoning-parser harmony-ext and --enable-custom-logit-processor, once with
 # one tokenizer process and once with --tokenizer-worker-num 2; every case of
-# tests/sglang/sglang_cases.py is forced through SGLang's per-request custom logit processor
+# harmony_ext_testing/sglang_cases.py is forced through SGLang's per-request custom logit processor
 # (harmony_ext_testing.sglang_scripted) and checked streamed and not with the openai client. Needs an NVIDIA GPU
 # and access to PyPI; exits 3 without a GPU. Idempotent: .venv-gpu-sglang/.ok records what the
 # venv was built for.

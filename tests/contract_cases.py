@@ -28,6 +28,22 @@ CHAT_TOOLS = [  # OpenAI chat-completions `tools` shape
 RESPONSES_TOOLS = [responses_tool(WEATHER_ANY)]
 
 
+def chat_content(messages: list[tuple[bool, str]]) -> str:
+    """The chat content of a turn's visible messages, each ``(is_preamble, text)`` in order, as
+    contract section 2 (v5) joins them: as they are, but one ``\n`` before the first text of
+    a message of another kind than a preamble just before it, unless that text already ended
+    in whitespace. (For the Responses tests, whose items keep each message apart.)"""
+    content, after_preamble = "", False
+    for is_preamble, text in messages:
+        if not text:
+            continue
+        if after_preamble and not is_preamble and not content[-1].isspace():
+            content += "\n"
+        content += text
+        after_preamble = is_preamble
+    return content
+
+
 @dataclass(frozen=True)
 class Case:
     id: str

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tests.data import WEATHER
+from harmony_ext_testing.client import WEATHER
 
 TOOLS = [WEATHER]
 

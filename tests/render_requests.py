@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.data import WEATHER
+from harmony_ext_testing.client import WEATHER
 
 TIME = {"type": "function", "function": {
     "name": "get_time", "description": "The time in a city",

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from harmony_ext_testing.client import fold_deltas
 from harmony_plugins import (
     ChatResult,
     EndOfTurn,
@@ -36,7 +37,7 @@ from harmony_plugins import (
     parse_text,
 )
 from harmony_plugins.vocab import o200k
-from tests.data import KNOWN_IDS, STRICT, fold_deltas, variant
+from tests.data import KNOWN_IDS, STRICT, variant
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from contract_cases import CALL_W, CASES, MALFORMED, PARIS, Case, W

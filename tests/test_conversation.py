@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from harmony_ext_testing.client import WEATHER
 from harmony_plugins.prompt import _chat as c
 from harmony_plugins.prompt import _model as model
 from harmony_plugins.prompt import _order as o
 from harmony_plugins.prompt._model import MARKER, TEXT, UNTRUSTED, Message, Piece
-from tests.data import WEATHER
 
 DAY = datetime.date(2026, 12, 1)
 SHELL = {"type": "function", "function": {"name": "shell", "parameters": None}}

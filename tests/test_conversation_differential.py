@@ -31,9 +31,9 @@ from typing import Any
 import openai_harmony as h
 import pytest
 
+from harmony_ext_testing.client import WEATHER
 from harmony_plugins.prompt import _chat as core_chat
 from harmony_plugins.prompt import _render as core_render
-from tests.data import WEATHER
 
 DAY = datetime.date(2026, 12, 1)
 ENC = h.load_harmony_encoding(h.HarmonyEncodingName.HARMONY_GPT_OSS)

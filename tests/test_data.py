@@ -1,18 +1,13 @@
-"""The shared test data (tests/data.py) is what the other tests take it to be (the known
-sequence is checked against openai-harmony and tiktoken in test_o200k.py)."""
+"""The shared test data (tests/data.py, harmony_ext_testing/client.py) is what the other tests
+take it to be (the known sequence is checked against openai-harmony and tiktoken in
+test_o200k.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.data import (
-    STRICT,
-    WEATHER,
-    fold_chunks,
-    fold_deltas,
-    responses_tool,
-    variant,
-)
+from harmony_ext_testing.client import WEATHER, fold_chunks, fold_deltas
+from tests.data import STRICT, responses_tool, variant
 
 
 def test_variants_are_fresh_copies() -> None:

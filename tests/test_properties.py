@@ -9,8 +9,8 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harmony_ext_testing.client import fold_deltas
 from harmony_plugins.harmony import SPELLINGS
-from tests.data import fold_deltas
 from tests.harmony_gen import (
     COUNTED,
     harmony_output,

@@ -3,130 +3,28 @@
 Run these with ``.venv-vllm/bin/pytest tests/e2e_vllm`` after
 ``scripts/setup_vllm_env.sh``. Without ``.venv-vllm`` (or without the ``openai``
 client in the running interpreter) they skip. Start-up takes about a minute; the
-server is shared by the whole session and always stopped at the end.
+server is shared by the whole session and always stopped at the end. How a server is started
+and stopped is ``harmony_ext_testing/vllm_server.py`` (the page generators start theirs too).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import socket
-import subprocess
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harmony_ext_testing import LOADED_FROM
+# The shared helpers' asserts read as the tests' own (neither module is imported yet).
+pytest.register_assert_rewrite("harmony_ext_testing.vllm_cases",
+                               "harmony_ext_testing.vllm_round_trips")
 
-ROOT = Path(__file__).resolve().parents[2]
-VENV = Path(os.environ.get("VENV_VLLM", ROOT / ".venv-vllm"))
-SERVER_SCRIPT = ROOT / "scripts" / "vllm_tiny_server.sh"
-START_TIMEOUT_S = float(os.environ.get("VLLM_START_TIMEOUT_S", "300"))  # a busy machine: more
-STOP_TIMEOUT_S = 30.0
-
-
-def free_port() -> int:
-    """A port that was free a moment ago on the loopback interface."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _log_tail(path: Path, lines: int = 80) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError as e:
-        return f"(no log: {e})"
-
-
-def _healthy(base_url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{base_url}/health", timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the server (it stops its own engine processes); kill its group if stuck."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        # The server runs in its own session, so its group holds only its processes.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=STOP_TIMEOUT_S)
-
-
-@contextlib.contextmanager
-def tiny_vllm_server(
-    log_path: Path, *extra_args: str, env: Mapping[str, str] | None = None
-) -> Iterator[str]:
-    """Run scripts/vllm_tiny_server.sh on a free port; yield its base URL.
-
-    ``env`` adds or overrides variables (e.g. TOOL_PARSER / REASONING_PARSER); the
-    server log goes to ``log_path`` and its tail is shown when start-up fails.
-    """
-    port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            ["bash", str(SERVER_SCRIPT), str(port), *extra_args],
-            cwd=ROOT,
-            env={**os.environ, **(env or {})},
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not _healthy(base_url):
-            if proc.poll() is not None:
-                pytest.fail(
-                    f"vLLM server exited with {proc.returncode} during start-up; log:\n"
-                    + _log_tail(log_path),
-                    pytrace=False,
-                )
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"vLLM server not healthy after {START_TIMEOUT_S:.0f} s; log:\n"
-                    + _log_tail(log_path),
-                    pytrace=False,
-                )
-            time.sleep(1.0)
-        if FROM_WHEEL:
-            _check_loaded_from_wheel(log_path)
-        yield base_url
-    finally:
-        _stop(proc)
-
-
-FROM_WHEEL = os.environ.get("HARMONY_EXT_FROM") == "wheel"
-"""The servers run harmony-ext from the wheel installed in VENV (scripts/test.sh's wheel tier)."""
-
-
-def _check_loaded_from_wheel(log_path: Path, venv: Path = VENV) -> None:
-    """Every server process that loaded the scripted processor says where harmony-ext's
-    packages came from (harmony_ext_testing/vllm_scripted.py): all must be VENV's own
-    site-packages, where the wheel is installed, never the checkout."""
-    sites = [str(p) + os.sep for p in venv.glob("lib/python3*/site-packages")]
-    lines = [line.split(LOADED_FROM, 1)[1].split() for line in
-             log_path.read_text(errors="replace").splitlines() if LOADED_FROM in line]
-    wrong = [paths for paths in lines if not all(p.startswith(tuple(sites)) for p in paths)]
-    if not lines or wrong or not sites:
-        pytest.fail(f"harmony-ext must run from the wheel in {sites}, but the server loaded "
-                    f"it from {wrong or 'nowhere it said'}; log:\n" + _log_tail(log_path),
-                    pytrace=False)
+from harmony_ext_testing.vllm_server import (  # noqa: E402
+    BUILTIN_ENV,
+    STORE_ENV,
+    VENV,
+    tiny_vllm_server,
+)
 
 
 @pytest.fixture(scope="session")
@@ -135,23 +33,14 @@ def vllm_server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("vllm") / "server.log"
 
 
-STORE_ENV = {"VLLM_ENABLE_RESPONSES_API_STORE": "1"}
-"""vLLM's Responses store, off by default: ``previous_response_id`` needs it (a stored response
-changes nothing else, and starting a second server for it would cost a minute)."""
-
-
 @pytest.fixture(scope="session")
 def vllm_server(vllm_server_log: Path) -> Iterator[str]:
     """Base URL (``http://127.0.0.1:PORT``) of the shared tiny vLLM server (its Responses
-    store enabled, :data:`STORE_ENV`)."""
+    store enabled, ``STORE_ENV``)."""
     if not (VENV / "bin" / "python").exists():
         pytest.skip(f"{VENV} is missing: run scripts/setup_vllm_env.sh")
     with tiny_vllm_server(vllm_server_log, env=STORE_ENV) as base_url:
         yield base_url
-
-
-BUILTIN_ENV = {"TOOL_PARSER": "openai", "REASONING_PARSER": "openai_gptoss"}
-"""scripts/vllm_tiny_server.sh with vLLM's built-in gpt-oss parsers instead of ours."""
 
 
 @pytest.fixture(scope="session")
@@ -167,7 +56,8 @@ def builtin_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def vllm_version(vllm_server: str) -> str:
     """The version the shared server reports (``GET /version``)."""
-    from tests.e2e_vllm.cases import server_version
+    # Imported here: the test modules ask pytest to rewrite its asserts before they import it.
+    from harmony_ext_testing.vllm_cases import server_version
 
     return server_version(vllm_server)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import urllib.request
 from typing import Any
 
-from tests.e2e_vllm.cases import CALL_W, PARIS, Case
+from harmony_ext_testing.vllm_cases import CALL_W, PARIS, Case
 
 NAMES = ("harmony_ext_responses_total", "harmony_ext_recoveries_total",
          "harmony_ext_tool_calls_total", "harmony_ext_leaks_suspected_total")

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-pytest.register_assert_rewrite("tests.e2e_vllm.cases")
+pytest.register_assert_rewrite("harmony_ext_testing.vllm_cases")
 openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
 
-from tests.e2e_vllm.cases import (  # noqa: E402
+from harmony_ext_testing.vllm_cases import (  # noqa: E402
     CASES,
     CASES_BY_ID,
     RESPONSES_CASES,
@@ -38,7 +38,7 @@ from tests.e2e_vllm.cases import (  # noqa: E402
     run_responses,
     server_version,
 )
-from tests.e2e_vllm.conftest import VENV, tiny_vllm_server  # noqa: E402
+from harmony_ext_testing.vllm_server import VENV, tiny_vllm_server  # noqa: E402
 
 SERVERS = 2
 # vLLM prefixes every log line of a child process with its name: "(ApiServer_1 pid=42) ".

@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-pytest.register_assert_rewrite("tests.e2e_vllm.cases")
+pytest.register_assert_rewrite("harmony_ext_testing.vllm_cases")
 openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
 pytest.importorskip("prometheus_client", reason="comes with vLLM: use .venv-vllm/bin/pytest")
 
+from harmony_ext_testing.vllm_cases import MODEL, ChunkFolder, finish_reason_bug  # noqa: E402
 from tests.cut_cases import CUTS, TOOLS, Cut  # noqa: E402
-from tests.e2e_vllm.cases import MODEL, ChunkFolder, finish_reason_bug  # noqa: E402
 from tests.e2e_vllm.metrics import increase, scrape  # noqa: E402
 
 STOP_TOKENS = ("<|return|>", "<|call|>", "<|endoftext|>")  # the engine stops at each

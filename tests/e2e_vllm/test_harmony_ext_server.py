@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-pytest.register_assert_rewrite("tests.e2e_vllm.cases")
+pytest.register_assert_rewrite("harmony_ext_testing.vllm_cases")
 openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
 
-from tests.e2e_vllm.cases import (  # noqa: E402
+from harmony_ext_testing.vllm_cases import (  # noqa: E402
     CASES,
     CASES_BY_ID,
     RESPONSES_CASES,

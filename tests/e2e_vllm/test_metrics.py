@@ -15,7 +15,7 @@ import pytest
 openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
 pytest.importorskip("prometheus_client", reason="comes with vLLM: use .venv-vllm/bin/pytest")
 
-from tests.e2e_vllm.cases import run_chat  # noqa: E402
+from harmony_ext_testing.vllm_cases import run_chat  # noqa: E402
 from tests.e2e_vllm.metrics import SCRIPTED, expected_increase, increase, scrape  # noqa: E402
 
 

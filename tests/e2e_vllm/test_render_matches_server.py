@@ -25,7 +25,7 @@ import pytest
 
 openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
 
-from tests.e2e_vllm.cases import MODEL  # noqa: E402
+from harmony_ext_testing.vllm_cases import MODEL  # noqa: E402
 from tests.render_requests import RENDER_REQUESTS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,8 +18,9 @@ import pytest
 
 openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
 
-from tests.data import WEATHER, responses_tool, variant  # noqa: E402
-from tests.e2e_vllm.cases import CALL_W, MESSAGES, MODEL, PARIS  # noqa: E402
+from harmony_ext_testing.client import WEATHER  # noqa: E402
+from harmony_ext_testing.vllm_cases import CALL_W, MESSAGES, MODEL, PARIS  # noqa: E402
+from tests.data import responses_tool, variant  # noqa: E402
 
 TOOLS = [responses_tool(WEATHER)]
 WORDS = ["alpha", "Beta", "gamma 42", "Ω", "x y z", "{", "}", "\"q\"", "to=functions.x"]

@@ -55,8 +55,8 @@ import pytest
 
 openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
 
-from tests.contract_cases import CASES, Case  # noqa: E402
-from tests.e2e_vllm.cases import CALL_W, MESSAGES, MODEL, PARIS, RETURN_ID  # noqa: E402
+from harmony_ext_testing.vllm_cases import CALL_W, MESSAGES, MODEL, PARIS, RETURN_ID  # noqa: E402
+from tests.contract_cases import CASES, Case, chat_content  # noqa: E402
 from tests.e2e_vllm.test_responses import TOOLS as FUZZ_TOOLS  # noqa: E402
 from tests.e2e_vllm.test_responses import fuzzed_outputs  # noqa: E402
 
@@ -90,6 +90,16 @@ ITEMS: dict[str, list[tuple[Any, ...]]] = {
     "route_free_text_header_words": [(M, A, FA, "A"), (M, A, FA, "B")],
     "hdr_to_assistant_commentary": [(M, A, P, "Let me look.")],
     "v3_final_without_message_at_start": [(M, A, FA, "The answer."), (R, "Done.")],
+    # Contract 2 (v5): items keep each message as written; only chat joins them with "\n".
+    "v5_preamble_ending_in_space_final": [(M, A, P, "Checking. "), (M, A, FA, "Done.")],
+    "v5_preamble_ending_in_newline_final": [(M, A, P, "Checking.\n"), (M, A, FA, "Done.")],
+    "v5_two_preambles": [(M, A, P, "Check"), (M, A, P, "ing.")],
+    "v5_final_then_preamble": [(M, A, FA, "Done."), (M, A, P, "More.")],
+    "v5_preamble_empty_final_final": [(M, A, P, "Checking."), (M, A, FA, "Done.")],
+    "v5_preamble_reasoning_final": [(M, A, P, "Checking."), (R, "Hm."), (M, A, FA, "Done.")],
+    "v5_preamble_free_text": [(M, A, P, "Checking."), (M, A, FA, "Done.")],
+    "v5_preamble_call_final": [(M, A, P, "Checking."), (F, "get_weather", PARIS),
+                               (M, A, FA, "Sunny.")],
 }
 
 
@@ -377,7 +387,8 @@ def test_the_hand_written_items_are_cases() -> None:
     for case_id, items in ITEMS.items():
         case = by_id[case_id]
         assert "".join(i[1] for i in items if i[0] == R) == (case.reasoning or "")
-        assert "".join(i[3] for i in items if i[0] == M) == (case.content or "")
+        assert chat_content([(i[2] == P, i[3]) for i in items if i[0] == M]) == (
+            case.content or "")
         assert [i[1:] for i in items if i[0] == F] == list(case.calls)
 
 

@@ -7,13 +7,14 @@ by ``previous_response_id`` and sends the output alone. Either way the prompt vL
 turn 2 must be, token for token, the turn as the model wrote it, the preamble on
 ``commentary``. The Responses API returns no prompt ids, so turn 2's script reads the prompt
 back (``script_echo_prompt``, harmony_ext_testing/vllm_scripted.py): its answer is the ids the
-engine was given. The expected renderings are written by hand below (tests/renderings.py).
+engine was given. The expected renderings are written by hand below
+(harmony_ext_testing/renderings.py).
 
 The same items sent to a server with vLLM's built-in parser show what the hooks fix: vLLM
 puts the preamble on ``final`` and drops the analysis before it, as if the turn were answered.
 And the message items' ``phase``, streamed and whole, with the built-in parser's none beside.
 ``previous_response_id`` needs vLLM's response store, which the shared server enables
-(``VLLM_ENABLE_RESPONSES_API_STORE``, tests/e2e_vllm/conftest.py).
+(``VLLM_ENABLE_RESPONSES_API_STORE``, harmony_ext_testing/vllm_server.py).
 """
 
 from __future__ import annotations
@@ -24,9 +25,7 @@ import pytest
 
 openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
 
-from harmony_ext_testing.vllm_scripted import SCRIPT_ECHO_KEY, echoed_ids  # noqa: E402
-from tests.e2e_vllm.cases import CALL_W, MODEL, PARIS, responses_tools  # noqa: E402
-from tests.renderings import (  # noqa: E402
+from harmony_ext_testing.renderings import (  # noqa: E402
     START,
     analysis,
     call,
@@ -36,6 +35,8 @@ from tests.renderings import (  # noqa: E402
     token_ids,
     user,
 )
+from harmony_ext_testing.vllm_cases import CALL_W, MODEL, PARIS, responses_tools  # noqa: E402
+from harmony_ext_testing.vllm_scripted import SCRIPT_ECHO_KEY, echoed_ids  # noqa: E402
 
 USER = "What is the weather in Paris?"
 HOT = "It is sunny."

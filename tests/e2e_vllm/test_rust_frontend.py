@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e_vllm.conftest import ROOT, SERVER_SCRIPT, VENV, free_port
+from harmony_ext_testing.vllm_server import ROOT, SERVER_SCRIPT, VENV, free_port
 
 
 def _rust_binary() -> Path | None:

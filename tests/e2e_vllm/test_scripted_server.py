@@ -16,7 +16,7 @@ import pytest
 
 openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
 
-from tests.data import WEATHER, fold_chunks  # noqa: E402
+from harmony_ext_testing.client import WEATHER, fold_chunks  # noqa: E402
 
 MODEL = "tiny-gpt-oss"
 MESSAGES = [{"role": "user", "content": "Say hi."}]

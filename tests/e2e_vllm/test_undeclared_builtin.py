@@ -19,7 +19,7 @@ import pytest
 openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
 pytest.importorskip("prometheus_client", reason="comes with vLLM: use .venv-vllm/bin/pytest")
 
-from tests.e2e_vllm.cases import MODEL, ChunkFolder, chat_tools  # noqa: E402
+from harmony_ext_testing.vllm_cases import MODEL, ChunkFolder, chat_tools  # noqa: E402
 from tests.e2e_vllm.metrics import increase, scrape  # noqa: E402
 
 SEARCH = '<|channel|>analysis to=browser.search<|message|>{"query": "x"}<|call|>'

@@ -4,8 +4,8 @@ Run it with ``scripts/gpu_e2e.sh``: that script makes ``.venv-gpu`` (vLLM 0.33 f
 this package editable), builds the tiny gpt-oss model and runs this file, which starts
 the real OpenAI server (``vllm serve``, parsers ``harmony-ext``, scripted output) on the
 GPU twice, with one API server and with ``--api-server-count 2``, and puts every case of
-``tests/e2e_vllm/cases.py`` through each: chat streamed and not, several tokens per delta,
-the Responses API, and 32 concurrent streams.
+``harmony_ext_testing/vllm_cases.py`` through each: chat streamed and not, several tokens per
+delta, the Responses API, and 32 concurrent streams.
 
 Without a CUDA GPU (no ``nvidia-smi``, or ``torch.cuda.is_available()`` false) every test
 is skipped, with the reason.
@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-pytest.register_assert_rewrite("tests.e2e_vllm.cases")
+pytest.register_assert_rewrite("harmony_ext_testing.vllm_cases")
 
-from tests.e2e_vllm.cases import (  # noqa: E402
+from harmony_ext_testing.vllm_cases import (  # noqa: E402
     CASES,
     RESPONSES_CASES,
     Case,
@@ -71,7 +71,7 @@ pytestmark = pytest.mark.skipif(NO_GPU is not None, reason=NO_GPU or "")
 def gpu_server(request: pytest.FixtureRequest,
                tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL of the tiny server on the GPU, once per entry of SERVERS."""
-    from tests.e2e_vllm.conftest import tiny_vllm_server
+    from harmony_ext_testing.vllm_server import tiny_vllm_server
 
     log_path = tmp_path_factory.mktemp("vllm-gpu") / f"{request.param}.log"
     env = {"VENV_VLLM": str(VENV_GPU), "VLLM_ENTRY": "serve"}

@@ -7,7 +7,7 @@ harmony-ext --enable-custom-logit-processor`` on the GPU (once with one tokenize
 with ``--tokenizer-worker-num 2``), forces each case's output with SGLang's per-request custom
 logit processor (:mod:`harmony_ext_testing.sglang_scripted`) and checks, streamed and not,
 what the ``openai`` client gets against the contract (the cases of
-``tests/sglang/sglang_cases.py``). Also checked: the detokenizer keeps ``<|call|>``, and a
+``harmony_ext_testing/sglang_cases.py``). Also checked: the detokenizer keeps ``<|call|>``, and a
 user's ``<|call|>`` reaches the prompt as text.
 
 Without a CUDA GPU (no ``nvidia-smi``, ``torch.cuda.is_available()`` false, or no
@@ -23,7 +23,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -78,10 +77,8 @@ NO_GPU = no_gpu_reason()
 if NO_GPU is not None:
     pytest.skip(NO_GPU, allow_module_level=True)
 
-sys.path.insert(0, str(ROOT / "tests" / "sglang"))
-from sglang_cases import CASES, Case  # noqa: E402
-
-from tests.data import fold_chunks  # noqa: E402
+from harmony_ext_testing.client import fold_chunks  # noqa: E402
+from harmony_ext_testing.sglang_cases import CASES, Case  # noqa: E402
 
 # The engine stops at the first <|call|>: an output that goes on after one cannot be scripted.
 GPU_CASES = [c for c in CASES if "<|call|>" not in c.text.removesuffix("<|call|>")]

@@ -2,12 +2,12 @@
 
 For a gpt-oss model SGLang serves ``/v1/responses`` through its Harmony contexts
 (``sglang/srt/entrypoints/context.py``), which parse the output token ids, not the text. So the
-scripted model here (:class:`tests.sglang.scripted_model.ScriptedModel`, behind SGLang's real
-``TokenizerManager``) answers each generation request with its ids, a step at a time, stopping as
-SGLang's scheduler does (:func:`generated`), the finish reason on the last step; the manager
-accumulates them as SGLang's default ``incremental_streaming_output=False`` does. Everything
-between the request and the model is SGLang's own: request validation, the prompt, the
-tokenizer manager, ``HarmonyContext`` / ``StreamingHarmonyContext``, the built-in tool loop
+scripted model here (:class:`harmony_ext_testing.sglang_serving.ScriptedModel`, behind SGLang's
+real ``TokenizerManager``) answers each generation request with its ids, a step at a time,
+stopping as SGLang's scheduler does (:func:`generated`), the finish reason on the last step; the
+manager accumulates them as SGLang's default ``incremental_streaming_output=False`` does.
+Everything between the request and the model is SGLang's own: request validation, the prompt,
+the tokenizer manager, ``HarmonyContext`` / ``StreamingHarmonyContext``, the built-in tool loop
 (``_generate_with_builtin_tools``), the item builders and the SSE events.
 
 :class:`ResponsesServer` builds the serving object once per parser pair (a test fixture or a
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.sglang.conftest import HARMONY_TEST_TEMPLATE
-from tests.sglang.scripted_model import Output, shared_server
+from harmony_ext_testing.sglang_serving import HARMONY_TEST_TEMPLATE, Output, shared_server
+from tests.contract_cases import chat_content
 
 NAME = "harmony-ext"
 USER = "What is the weather?"
@@ -192,7 +192,7 @@ def _fold(folded: dict[int, dict[str, Any]], event: dict[str, Any]) -> None:
 
 class ResponsesServer:
     """SGLang's ``OpenAIServingResponses`` for one parser pair, on the CPU, over the process's
-    real ``TokenizerManager`` (:func:`tests.sglang.scripted_model.shared_server`).
+    real ``TokenizerManager`` (:func:`harmony_ext_testing.sglang_serving.shared_server`).
     ``tool_server``: SGLang's tool server (a stand-in) for built-in tools; ``server_args``: more
     of SGLang's server arguments (``enable_response_store=True`` for ``previous_response_id``);
     ``enable_metrics``: the manager's too."""
@@ -353,10 +353,12 @@ def leaks(run: ResponsesRun) -> list[str]:
 
 def as_chat(run: ResponsesRun) -> dict[str, Any]:
     """The items read as chat completions route them: reasoning and content joined in order
-    (None when empty), calls as ``(name, arguments)``, other item types by type."""
+    (None when empty; in the content one "\n" after a preamble that does not end in
+    whitespace when a message of another phase follows it, contract section 2), calls as
+    ``(name, arguments)``, other item types by type."""
     views = run.views()
     reasoning = "".join(v[1] for v in views if v[0] == "reasoning")
-    content = "".join(v[2] for v in views if v[0] == "message")
+    content = chat_content([(v[1] == "commentary", v[2]) for v in views if v[0] == "message"])
     return {"reasoning": reasoning or None, "content": content or None,
             "tool_calls": [tuple(v[1:]) for v in views if v[0] == "function_call"],
             "other": [v[0] for v in views if v[0] not in ("reasoning", "message",

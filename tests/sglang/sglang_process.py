@@ -153,12 +153,11 @@ def serve(model_dir: str, deltas: Sequence[str], *, stream: bool,
     only the model scripted (``deltas``: what the detokenizer hands on per step; ``finish``: the
     engine's finish reason), with server arguments published with ``--enable-metrics`` and the
     raw HTTP body passed along as SGLang's HTTP server does: the ``sglang_chat`` fixture's
-    :class:`tests.sglang.scripted_model.ScriptedServer` (a fixture cannot be called outside
-    pytest), here with ``--enable-metrics``.
+    :class:`harmony_ext_testing.sglang_serving.ScriptedServer` (a fixture cannot be called
+    outside pytest), here with ``--enable-metrics``.
     Returns what a client sees: ``{"reasoning", "content", "calls": [[name, arguments]],
     "finish_reason"}``, the stream folded as a client folds it."""
-    from tests.sglang.conftest import HARMONY_TEST_TEMPLATE
-    from tests.sglang.scripted_model import shared_server
+    from harmony_ext_testing.sglang_serving import HARMONY_TEST_TEMPLATE, shared_server
 
     body: dict[str, Any] = {"model": "gpt-oss",
                             "messages": [{"role": "user", "content": "What is the weather?"}],

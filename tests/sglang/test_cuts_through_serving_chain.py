@@ -25,7 +25,7 @@ SCRIPT = r"""
 import json, sys
 from tests.cut_cases import CUTS, TOOLS
 from tests.sglang import sglang_process as mp
-from tests.sglang.sglang_cases import char_chunkings, token_chunkings
+from harmony_ext_testing.sglang_cases import char_chunkings, token_chunkings
 
 mp.load_plugins()
 model = sys.argv[1]

@@ -1,7 +1,7 @@
 """SGLang's parser classes used directly, as a script or an RL framework uses them: no server,
 so no server arguments published in the process, and the reasoning parser built with or
 without the request. Every contract case must give what it gives inside the serving chain
-(the hand-written answers of ``sglang_cases``), streamed and not.
+(the hand-written answers of ``harmony_ext_testing.sglang_cases``), streamed and not.
 
 It runs in a fresh process: the other SGLang tests publish server arguments, which a
 process cannot take back.
@@ -23,7 +23,7 @@ from sglang.srt.plugins import load_plugins
 
 load_plugins()
 from sglang.srt import runtime_context
-from tests.sglang.sglang_cases import CASES, chain_nonstream, chain_stream, char_chunkings
+from harmony_ext_testing.sglang_cases import CASES, chain_nonstream, chain_stream, char_chunkings
 
 try:
     runtime_context.get_serving()

@@ -25,7 +25,7 @@ import json, sys
 from sglang.srt.runtime_context import publish
 from sglang.srt.server_args import ServerArgs
 from sglang_ext import plugin
-import sglang_cases as sc
+from harmony_ext_testing import sglang_cases as sc
 
 plugin.ensure_loaded()  # as SGLang's loader does: names registered, hooks applied
 publish(ServerArgs(model_path=sys.argv[1], tool_call_parser="harmony-ext",
@@ -87,7 +87,7 @@ from sglang.srt.parser.reasoning_parser import ReasoningParser
 from sglang.srt.runtime_context import publish
 from sglang.srt.server_args import ServerArgs
 from sglang_ext import link, plugin
-import sglang_cases as sc
+from harmony_ext_testing import sglang_cases as sc
 
 plugin.ensure_loaded()
 publish(ServerArgs(model_path=sys.argv[1], tool_call_parser="harmony-ext",

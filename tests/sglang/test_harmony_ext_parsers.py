@@ -1,11 +1,12 @@
 """The ``harmony-ext`` detectors inside SGLang's own classes: by name, and served.
 
-Every case of ``sglang_cases.CASES`` runs through SGLang's ``ReasoningParser`` and
-``FunctionCallParser`` built by name (streamed in token-aligned and arbitrary character chunks,
-and not streamed), and through SGLang's real ``OpenAIServingChat`` with only the model scripted.
-What SGLang's built-in ``gpt-oss`` parsers make of the same cases is recorded, not judged, by
-the page generator ``bash pages/run.sh sglang-comparison`` (pages/sglang_comparison.py, which
-writes docs/sglang-comparison.md); it reuses :func:`served` and :func:`pieces_for` from here.
+Every case of ``harmony_ext_testing.sglang_cases.CASES`` runs through SGLang's
+``ReasoningParser`` and ``FunctionCallParser`` built by name (streamed in token-aligned and
+arbitrary character chunks, and not streamed), and through SGLang's real ``OpenAIServingChat``
+with only the model scripted. What SGLang's built-in ``gpt-oss`` parsers make of the same cases
+is recorded, not judged, by the page generator ``bash pages/run.sh sglang-comparison``
+(pages/sglang_comparison.py, which writes docs/sglang-comparison.md), with the same
+``served`` and ``pieces_for``.
 """
 
 from __future__ import annotations
@@ -19,48 +20,32 @@ import pytest
 from sglang.srt.entrypoints.openai.protocol import Tool
 from sglang.srt.function_call.function_call_parser import FunctionCallParser
 from sglang.srt.parser.reasoning_parser import ReasoningParser
-from sglang_cases import (
+
+from harmony_ext_testing.client import WEATHER
+from harmony_ext_testing.sglang_cases import (
     CASES,
-    WEATHER,
+    NAME,
     Case,
     chain_nonstream,
     chain_stream,
     char_chunkings,
+    long_answer,
+    pieces_for,
     request_for,
+    served,
     sglang_tools,
     token_chunkings,
 )
-from tokenizers import Tokenizer
-
 from sglang_ext import link as links
 from sglang_ext.detectors import HarmonyExtDetector
 from tests.garbage import cyclic_garbage
 
-NAME = "harmony-ext"
 PARIS_CALL = ("get_weather", '{"city":"Paris"}')
 
 
 @pytest.fixture(scope="module")
 def pieces(hf_dir: Path) -> Callable[[str], list[str]]:
     return pieces_for(hf_dir)
-
-
-def pieces_for(hf_dir: Path) -> Callable[[str], list[str]]:
-    """Text -> per-token pieces, as SGLang's incremental detokenizer emits them: a special token
-    is never split, and a character cut between tokens waits for its last byte."""
-    tok = Tokenizer.from_file(str(hf_dir / "tokenizer.json"))
-
-    def split(text: str) -> list[str]:
-        ids, out, sent = tok.encode(text, add_special_tokens=False).ids, [], 0
-        for n in range(1, len(ids) + 1):
-            decoded = tok.decode(ids[:n], skip_special_tokens=False)
-            if not decoded.endswith("\ufffd"):
-                out.append(decoded[sent:])
-                sent = len(decoded)
-        assert "".join(out) == text
-        return out
-
-    return split
 
 
 @pytest.fixture(autouse=True)
@@ -281,46 +266,6 @@ def test_outputs_the_harmony_grammar_allows_are_parsed_as_calls() -> None:
 # -- SGLang's real OpenAIServingChat, only the model scripted -------------------------------
 
 
-def served(sglang_chat, case: Case, parser: str | None, deltas: list[str] | None,
-           stream: bool, **request: Any) -> dict[str, Any]:
-    matched = 200012 if case.text.endswith("<|call|>") else None
-    result = sglang_chat(
-        deltas or [case.text],
-        stream=stream,
-        tools=case.tool_list,
-        finish={"type": case.finish, "matched": matched},
-        tool_parser=parser,
-        reasoning_parser=parser,
-        **{**case.request, **request},
-    )
-    if stream:
-        got = result.joined()
-        if parser == NAME:  # OpenAI's streaming shape: id, type and name on a call's first delta
-            started = [c for ch in result.chunks for choice in ch["choices"]
-                       for c in (choice.get("delta") or {}).get("tool_calls") or []
-                       if c.get("id")]
-            assert [c["index"] for c in started] == list(range(len(started)))
-            assert all(c["function"]["name"] and c["type"] == "function" for c in started)
-            assert len({c["id"] for c in started}) == len(started)
-        return {
-            "reasoning": got["reasoning"] or None,
-            "content": got["content"] or None,
-            "calls": [(c["name"], c["arguments"]) for c in got["tool_calls"]],
-            "finish_reason": got["finish_reason"],
-        }
-    if "choices" not in result.body:
-        return {"error": result.body}
-    choice = result.body["choices"][0]
-    message = choice["message"]
-    return {
-        "reasoning": message.get("reasoning_content") or None,
-        "content": message.get("content") or None,
-        "calls": [(c["function"]["name"], c["function"]["arguments"])
-                  for c in message.get("tool_calls") or []],
-        "finish_reason": choice["finish_reason"],
-    }
-
-
 @pytest.mark.parametrize("case", ALL)
 def test_served_by_sglang_with_harmony_ext(sglang_chat, case: Case, pieces) -> None:
     want = case.expected()
@@ -359,15 +304,6 @@ def test_served_without_our_reasoning_parser_in_the_chain(sglang_chat, pieces, o
 
 
 # -- a long answer (its cost is recorded on the comparison page, not judged here) -----------
-
-
-def long_answer(chars: int) -> tuple[Case, list[str], str]:
-    """A final answer of ``chars`` characters after a short analysis, in 4-character deltas."""
-    answer = ("All good here. " * (chars // 15 + 1))[:chars]
-    head = ("<|channel|>analysis<|message|>Short.<|end|>"
-            "<|start|>assistant<|channel|>final<|message|>")
-    deltas = [head] + [answer[i : i + 4] for i in range(0, len(answer), 4)]
-    return Case("perf", head + answer, ""), deltas, answer
 
 
 def test_a_long_final_answer_streams_whole() -> None:

@@ -36,7 +36,7 @@ NOTHING_SURFACED = {"reasoning": None, "content": None, "calls": []}
 SCRIPT = r"""
 import json, sys
 from tests.sglang import sglang_process as sp
-from tests.data import WEATHER
+from harmony_ext_testing.client import WEATHER
 from tests.sglang.test_reasoning_parser_alone import CALL
 
 sp.load_plugins()
@@ -59,7 +59,7 @@ print(json.dumps(out))
 UNPUBLISHED = r"""
 import json, sys
 from tests.sglang import sglang_process as sp
-from tests.data import WEATHER
+from harmony_ext_testing.client import WEATHER
 from tests.sglang.test_reasoning_parser_alone import CALL
 
 sp.load_plugins()

@@ -9,8 +9,8 @@ it names turn 1 by ``previous_response_id`` (SGLang's response store,
 the model for turn 2 (the scripted tokenizer manager sees them) must be, token for token, the
 turn as the model wrote it, in its order, the preamble on ``commentary``, and the tool's result
 from ``functions.get_weather`` to the assistant on ``commentary``: the renderings below are
-written by hand from the contract (tests/renderings.py). SGLang renders with openai_harmony,
-whose call header puts the recipient after the channel (``<|channel|>commentary
+written by hand from the contract (harmony_ext_testing/renderings.py). SGLang renders with
+openai_harmony, whose call header puts the recipient after the channel (``<|channel|>commentary
 to=functions.NAME <|constrain|>json``), the form the model wrote in turn 1; either form is
 Harmony.
 
@@ -30,9 +30,7 @@ from typing import Any
 
 import pytest
 
-from sglang_ext import items as sglang_items
-from sglang_ext import plugin
-from tests.renderings import (
+from harmony_ext_testing.renderings import (
     CALL,
     CH,
     END,
@@ -47,6 +45,8 @@ from tests.renderings import (
     token_ids,
     user,
 )
+from sglang_ext import items as sglang_items
+from sglang_ext import plugin
 from tests.sglang import responses_serving as rs
 
 NAME = "harmony-ext"

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from tests.contract_cases import CASES, Case
+from tests.contract_cases import CASES, Case, chat_content
 from tests.e2e_vllm.test_responses import TOOLS as FUZZ_TOOLS
 from tests.e2e_vllm.test_responses import fuzzed_outputs
 from tests.sglang import responses_serving as rs
@@ -59,6 +59,17 @@ ITEMS: dict[str, list[list[Any]]] = {
     "route_free_text_header_words": [[C, F, "A"], [C, F, "B"]],
     "hdr_to_assistant_commentary": [[C, P, "Let me look."]],
     "v3_final_without_message_at_start": [[C, F, "The answer."], [R, "Done."]],
+    # Contract 2 (v5): items keep each message as written; only chat joins them with "\n".
+    "v5_preamble_ending_in_space_final": [[C, P, "Checking. "], [C, F, "Done."]],
+    "v5_preamble_ending_in_newline_final": [[C, P, "Checking.\n"], [C, F, "Done."]],
+    "v5_two_preambles": [[C, P, "Check"], [C, P, "ing."]],
+    "v5_final_then_preamble": [[C, F, "Done."], [C, P, "More."]],
+    "v5_preamble_empty_final_final": [[C, P, "Checking."], [C, F, "Done."]],
+    "v5_preamble_reasoning_final": [[C, P, "Checking."], [R, "Hm."], [C, F, "Done."]],
+    "v5_preamble_free_text": [[C, P, "Checking."], [C, F, "Done."]],
+    "v5_preamble_call_final": [[C, P, "Checking."],
+                               ["function_call", "get_weather", '{"city":"Paris"}'],
+                               [C, F, "Sunny."]],
 }
 
 CORE_BUGS: dict[str, str] = {
@@ -135,7 +146,8 @@ def test_the_hand_written_items_are_cases() -> None:
     for case_id, items in ITEMS.items():  # each list is the case's routing, item by item
         case = next(c for c in IDS_CASES if c.id == case_id)
         assert "".join(i[1] for i in items if i[0] == R) == (case.reasoning or "")
-        assert "".join(i[2] for i in items if i[0] == C) == (case.content or "")
+        assert chat_content([(i[1] == P, i[2]) for i in items if i[0] == C]) == (
+            case.content or "")
 
 
 # -- the fuzzed outputs ----------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 These tests prove the harness reaches SGLang's real parsers, and record the builtin behaviour our
 adapter replaces: if an SGLang upgrade changes one of them, the observations need a new look.
-Each goes through SGLang's real ``OpenAIServingChat`` (tests/sglang/conftest.py), the model
-scripted, never through a copy of its parser chain.
+Each goes through SGLang's real ``OpenAIServingChat`` (harmony_ext_testing/sglang_serving.py),
+the model scripted, never through a copy of its parser chain.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sglang_cases
 from tokenizers import Tokenizer
 
-from tests.data import WEATHER
+from harmony_ext_testing import sglang_cases
+from harmony_ext_testing.client import WEATHER
 
 TOOLS = [WEATHER]
 ANALYSIS = "<|channel|>analysis<|message|>Need weather.<|end|>"

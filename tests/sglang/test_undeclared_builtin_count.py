@@ -40,7 +40,7 @@ NOTHING_SURFACED = {"reasoning": None, "content": None, "calls": []}
 SCRIPT = r"""
 import json, sys
 from tests.sglang import sglang_process as sp
-from tests.data import WEATHER
+from harmony_ext_testing.client import WEATHER
 from tests.sglang.test_undeclared_builtin_count import SEARCH
 
 sp.load_plugins()
@@ -64,7 +64,7 @@ print(json.dumps(out))
 UNPUBLISHED = r"""
 import json, sys
 from tests.sglang import sglang_process as sp
-from tests.data import WEATHER
+from harmony_ext_testing.client import WEATHER
 from tests.sglang.test_undeclared_builtin_count import SEARCH
 
 sp.load_plugins()

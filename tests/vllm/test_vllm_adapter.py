@@ -18,8 +18,9 @@ from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionReque
 from vllm.parser.harmony import HarmonyParser  # noqa: E402
 from vllm.parser.parser_manager import ParserManager  # noqa: E402
 
+from harmony_ext_testing.client import WEATHER  # noqa: E402
 from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer  # noqa: E402
-from tests.data import WEATHER, variant  # noqa: E402
+from tests.data import variant  # noqa: E402
 from tests.garbage import cyclic_garbage  # noqa: E402
 from vllm_ext import plugin  # noqa: E402
 from vllm_ext.harmony_parser import HarmonyExtParser  # noqa: E402

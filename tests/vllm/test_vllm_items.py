@@ -26,8 +26,9 @@ from vllm.entrypoints.openai.responses.streaming_events import StreamingState  #
 from vllm.parser.harmony import Segment  # noqa: E402
 from vllm.renderers.online_renderer import OnlineRenderer  # noqa: E402
 
+from harmony_ext_testing.client import WEATHER  # noqa: E402
 from harmony_plugins.vocab.o200k import tiktoken_encoding  # noqa: E402
-from tests.data import WEATHER, responses_tool  # noqa: E402
+from tests.data import responses_tool  # noqa: E402
 from vllm_ext import items, plugin  # noqa: E402
 
 PARIS = '{"city":"Paris"}'

@@ -1,4 +1,4 @@
-"""The wheel tier's check of a server's log (tests/e2e_vllm/conftest.py) can fail."""
+"""The wheel tier's check of a server's log (harmony_ext_testing/vllm_server.py) can fail."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e_vllm.conftest import _check_loaded_from_wheel
+from harmony_ext_testing.vllm_server import _check_loaded_from_wheel
 
 
 def _log(tmp_path: Path, *paths: str) -> Path:

@@ -5,20 +5,30 @@ markers spelled (``skip_special_tokens=False``), ``<|return|>`` already cut, ``<
 (SGLang keeps it for ``gpt-oss``, and for ``harmony-ext`` through the plugin's hook). Expected
 results come from ``harmony_plugins.parse_text`` and, for many cases, also from a hand-written
 reading of the contract (``want``), so a drift of the core shows up as well.
+
+Shared by the SGLang tests (``tests/sglang``, ``tests/gpu``) and the page generator of
+docs/sglang-comparison.md (``pages/sglang_comparison.py``, which imports nothing from the
+tests): the cases, the parser chains, :func:`served` (a case through SGLang's real chat serving)
+and :func:`pieces_for` (text cut as SGLang's detokenizer cuts it).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from harmony_ext_testing.client import WEATHER
 from harmony_plugins import parse_text
-from tests.data import WEATHER
 
 # SGLang is imported inside the helpers: the cases alone also serve tests/gpu/test_gpu_sglang.py,
-# which is collected (and skipped) in venvs without SGLang.
+# which is collected (and skipped) in venvs without SGLang, and the page generators are imported
+# by the core's tests.
+
+NAME = "harmony-ext"
+"""The parser name harmony-ext registers, as a request's server selects it."""
 
 
 def function(name: str, properties: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -378,3 +388,80 @@ def char_chunkings(text: str, seeds: int = 6) -> Iterator[list[str]]:
             out.append(text[i : i + k])
             i += k
         yield out
+
+
+# -- what a client gets -----------------------------------------------------------------------
+
+
+def pieces_for(hf_dir: Path) -> Callable[[str], list[str]]:
+    """Text -> per-token pieces, as SGLang's incremental detokenizer emits them: a special token
+    is never split, and a character cut between tokens waits for its last byte."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(hf_dir / "tokenizer.json"))
+
+    def split(text: str) -> list[str]:
+        ids, out, sent = tok.encode(text, add_special_tokens=False).ids, [], 0
+        for n in range(1, len(ids) + 1):
+            decoded = tok.decode(ids[:n], skip_special_tokens=False)
+            if not decoded.endswith("\ufffd"):
+                out.append(decoded[sent:])
+                sent = len(decoded)
+        assert "".join(out) == text
+        return out
+
+    return split
+
+
+def served(sglang_chat: Any, case: Case, parser: str | None, deltas: list[str] | None,
+           stream: bool, **request: Any) -> dict[str, Any]:
+    """``case`` through SGLang's real chat serving (``sglang_chat``: a
+    :func:`harmony_ext_testing.sglang_serving.chat_runner`) with ``parser`` as tool and
+    reasoning parser, in ``deltas`` (None: whole), streamed or not: what a client gets, as
+    ``{"reasoning", "content", "calls", "finish_reason"}`` (``{"error": body}`` for an HTTP
+    error). For harmony-ext, a stream out of OpenAI's shape fails."""
+    matched = 200012 if case.text.endswith("<|call|>") else None
+    result = sglang_chat(
+        deltas or [case.text],
+        stream=stream,
+        tools=case.tool_list,
+        finish={"type": case.finish, "matched": matched},
+        tool_parser=parser,
+        reasoning_parser=parser,
+        **{**case.request, **request},
+    )
+    if stream:
+        got = result.joined()
+        if parser == NAME:  # OpenAI's streaming shape: id, type and name on a call's first delta
+            started = [c for ch in result.chunks for choice in ch["choices"]
+                       for c in (choice.get("delta") or {}).get("tool_calls") or []
+                       if c.get("id")]
+            assert [c["index"] for c in started] == list(range(len(started)))
+            assert all(c["function"]["name"] and c["type"] == "function" for c in started)
+            assert len({c["id"] for c in started}) == len(started)
+        return {
+            "reasoning": got["reasoning"] or None,
+            "content": got["content"] or None,
+            "calls": [(c["name"], c["arguments"]) for c in got["tool_calls"]],
+            "finish_reason": got["finish_reason"],
+        }
+    if "choices" not in result.body:
+        return {"error": result.body}
+    choice = result.body["choices"][0]
+    message = choice["message"]
+    return {
+        "reasoning": message.get("reasoning_content") or None,
+        "content": message.get("content") or None,
+        "calls": [(c["function"]["name"], c["function"]["arguments"])
+                  for c in message.get("tool_calls") or []],
+        "finish_reason": choice["finish_reason"],
+    }
+
+
+def long_answer(chars: int) -> tuple[Case, list[str], str]:
+    """A final answer of ``chars`` characters after a short analysis, in 4-character deltas."""
+    answer = ("All good here. " * (chars // 15 + 1))[:chars]
+    head = ("<|channel|>analysis<|message|>Short.<|end|>"
+            "<|start|>assistant<|channel|>final<|message|>")
+    deltas = [head] + [answer[i : i + 4] for i in range(0, len(answer), 4)]
+    return Case("perf", head + answer, ""), deltas, answer

@@ -17,6 +17,12 @@ server arguments each request's parsers and options ask for (SGLang's serving co
 from the published arguments, not from the manager). The manager's event loop runs in a thread
 of its own, so it installs no signal handler in the test process, and a request that gets no
 answer fails after a timeout instead of hanging.
+
+The model folder SGLang is given (:func:`write_model_dir`: a gpt_oss ``config.json`` and the
+offline o200k tokenizer), the chat template the tests use (:data:`HARMONY_TEST_TEMPLATE`) and
+:func:`chat_runner`, one chat request through it all, are here too: the SGLang tests
+(``tests/sglang/conftest.py``'s fixtures) and the page generators (``pages/``, which import
+nothing from the tests) share them.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import asyncio
 import atexit
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 import threading
@@ -33,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tests.data import fold_chunks
+from harmony_ext_testing.client import fold_chunks
 
 T = TypeVar("T")
 
@@ -328,3 +335,81 @@ def shared_server(model_dir: Path, **manager_args: Any) -> ScriptedServer:
         atexit.register(server.close)
         _SHARED[key] = server
     return _SHARED[key]
+
+
+# A Harmony-shaped prompt ending in "<|start|>assistant", like gpt-oss's template, written here
+# and given to SGLang as ``--chat-template`` (the real template ships with the model's weights,
+# not on PyPI; only the prompt's last tokens matter to parsing).
+HARMONY_TEST_TEMPLATE = (
+    "{%- for m in messages -%}"
+    "<|start|>{{ m['role'] }}<|message|>{{ m['content'] if m['content'] is string else '' }}"
+    "<|end|>"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}<|start|>assistant{%- endif -%}"
+)
+
+# Just enough config for SGLang's ModelConfig to say "gpt_oss"; no weights are ever loaded.
+TINY_GPT_OSS_CONFIG: dict[str, Any] = {
+    "model_type": "gpt_oss",
+    "architectures": ["GptOssForCausalLM"],
+    "vocab_size": 201088,
+    "hidden_size": 64,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 32,
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "bos_token_id": 199998,
+    "eos_token_id": 200002,
+    "pad_token_id": 199999,
+}
+
+
+def write_model_dir(model: Path, hf_dir: Path) -> Path:
+    """Make ``model`` a folder SGLang accepts: gpt_oss config.json plus the offline o200k
+    tokenizer of ``hf_dir`` (the SGLang tests' fixture and the page generators)."""
+    for item in hf_dir.iterdir():
+        os.symlink(item, model / item.name)
+    (model / "config.json").write_text(json.dumps(TINY_GPT_OSS_CONFIG, indent=2) + "\n")
+    return model
+
+
+RunChat = Callable[..., ChatResult]
+
+
+def chat_runner(gpt_oss_model_dir: Path) -> RunChat:
+    """Returns ``run(deltas, *, stream, tools=None, messages=None, tool_parser, reasoning_parser,
+    chat_template, send_raw)`` (``send_raw``: the raw HTTP request too, as the server has it).
+
+    SGLang's real ``OpenAIServingChat`` and ``TokenizerManager`` (one per chat template, about
+    15 s, shared by the process: :func:`shared_server`); only the model is scripted.
+    """
+    server = shared_server(gpt_oss_model_dir)
+
+    def run(
+        deltas: Sequence[str],
+        *,
+        stream: bool,
+        tools: list[dict[str, Any]] | None = None,
+        messages: list[dict[str, Any]] | None = None,
+        finish: dict[str, Any] | None = None,
+        tool_parser: str | None = "gpt-oss",
+        reasoning_parser: str | None = "gpt-oss",
+        chat_template: str = HARMONY_TEST_TEMPLATE,
+        send_raw: bool = False,
+        **request: Any,
+    ) -> ChatResult:
+        body: dict[str, Any] = {
+            "model": "gpt-oss",
+            "messages": messages or [{"role": "user", "content": "What is the weather?"}],
+            **request,
+        }
+        if tools is not None:
+            body["tools"] = tools
+        return server.chat(deltas, stream=stream, template=chat_template,
+                           tool_parser=tool_parser, reasoning_parser=reasoning_parser,
+                           finish=finish, send_raw=send_raw, body=body)
+
+    return run

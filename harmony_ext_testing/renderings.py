@@ -1,9 +1,10 @@
 """Expected Harmony renderings of a conversation, written by hand (contract section 8).
 
 Shared by the multi-turn tests of both engines (tests/e2e_vllm/test_round_trip.py,
-tests/sglang/test_round_trip.py): a rendering is a list of pieces, control tokens as
-:class:`M`, anything else ordinary text, turned into o200k_harmony ids so a control-token
-spelling in text stays text.
+tests/sglang/test_round_trip.py, the Responses round trips) and by the round trips they share
+with the page generators (harmony_ext_testing/vllm_round_trips.py, sglang_round_trips.py): a
+rendering is a list of pieces, control tokens as :class:`M`, anything else ordinary text,
+turned into o200k_harmony ids so a control-token spelling in text stays text.
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@ tiny model emit exactly its tokens), the request that carries it, and what an Op
 according to ``docs/contract.md``. The expected values were written from the contract,
 not from a parser.
 
-Shared by the CPU suite (``tests/e2e_vllm``) and the GPU suite (``tests/gpu``): the
-request helpers return plain, id-free *outcomes* that compare with ``==``; the comparison
-helpers turn two servers' outcomes into the table of ``docs/vllm-comparison.md``.
+Shared by the CPU suite (``tests/e2e_vllm``), the GPU suite (``tests/gpu``) and the page
+generator of ``docs/vllm-comparison.md`` (``pages/vllm_comparison.py``, which imports nothing
+from the tests): the request helpers return plain, id-free *outcomes* that compare with
+``==``; the comparison helpers turn two servers' outcomes into that page's table.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.data import Fold
+from harmony_ext_testing.client import Fold
 
 MODEL = "tiny-gpt-oss"
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
@@ -167,7 +168,7 @@ CASES: list[Case] = [
          "<|message|> Second.<|end|><|start|>assistant<|channel|>commentary<|message|>"
          "Checking.<|end|><|start|>assistant<|channel|>final<|message|>Sunny, I expect."
          "<|end|><|start|>assistant" + CALL_W + PARIS + "<|call|>", tools=W,
-         reasoning="First. Second.", content="Checking.Sunny, I expect.",
+         reasoning="First. Second.", content="Checking.\nSunny, I expect.",
          calls=(("get_weather", PARIS),), finish_reason="tool_calls", responses=True,
          items=(("reasoning", "First."), ("reasoning", " Second."), ("message", "Checking."),
                 ("message", "Sunny, I expect."), ("function_call", "get_weather", PARIS))),
@@ -333,7 +334,8 @@ def _message_outcome(response: Any) -> ChatRun:
 
 class ChunkFolder:
     """Folds ``chat.completion.chunk``s into one message, as a client does, noting what is out
-    of shape in ``run.problems`` (the deltas' shape by :class:`tests.data.Fold`)."""
+    of shape in ``run.problems`` (the deltas' shape by
+    :class:`~harmony_ext_testing.client.Fold`)."""
 
     def __init__(self) -> None:
         self.fold = Fold()
