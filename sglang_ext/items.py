@@ -21,8 +21,8 @@ two hooks hand that conversion to the core (:func:`harmony_plugins.round_trip_pl
 * AROUND ``parse_response_input`` (the name that method calls): for each item the model wrote
   or a tool answered (assistant messages, reasoning, calls, call outputs), in the order SGLang
   converts them, the core's message as openai_harmony's
-  (:func:`harmony_plugins.compat.prompt_message`); user, system and developer items stay
-  SGLang's, as do the system and developer messages and the rendering.
+  (:func:`harmony_plugins.adapter_support.messages.prompt_message`); user, system and
+  developer items stay SGLang's, as do the system and developer messages and the rendering.
 
 With ``previous_response_id`` SGLang renders the Harmony messages it stored for that response:
 its input messages (converted as above) and the output messages of the parse, which are

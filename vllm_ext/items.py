@@ -18,9 +18,9 @@ as if the turn were answered. With a ``harmony-ext`` parser selected, two hooks 
   and vLLM's per-item conversion (``response_input_to_harmony``, called by that method) returns
   the core's message for each item the model wrote or a tool answered (assistant messages,
   reasoning, calls, call outputs), translated to openai_harmony's ``Message``
-  (:func:`harmony_plugins.compat.prompt_message`, which SGLang's adapter uses too). The
-  instructions, system and developer messages and user items stay vLLM's, as does the
-  rendering.
+  (:func:`harmony_plugins.adapter_support.messages.prompt_message`, which SGLang's adapter
+  uses too). The instructions, system and developer messages and user items stay vLLM's, as
+  does the rendering.
 
 With ``previous_response_id`` vLLM renders the stored Harmony messages of the previous
 response, which our parser completed with the channel each counts as (a preamble on

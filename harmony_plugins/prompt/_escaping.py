@@ -5,7 +5,7 @@ tokens recognised, so a user writing ``<|call|>`` (or a tool result holding ``<|
 put the real control token into the prompt. :class:`Escaper` replaces every such spelling in
 the template's input with a placeholder made of a per-request nonce, lets the template render,
 and splits the result into the template's own markers and text, with the spellings put back in
-the text (:class:`~harmony_plugins.prompt.Piece`, the text ``UNTRUSTED``: encode it with
+the text (:class:`~harmony_plugins.prompt._model.Piece`, the text ``UNTRUSTED``: encode it with
 special tokens disallowed). Placeholders are ASCII with no quote or space, so they survive
 ``tojson`` and whitespace filters; a template that cuts one gets no pieces, and the caller
 renders the request its usual way.

@@ -84,7 +84,7 @@ def ordinary(text: str) -> list[int]:
 
 
 def prompt_ids(messages: Sequence[Message], next_role: str = hm.ASSISTANT) -> list[int]:
-    """Token ids of the prompt for ``messages`` (from :func:`conversation.conversation`)."""
+    """Token ids of the prompt for ``messages`` (from :func:`~._chat.conversation`)."""
     return encode(prompt_pieces(messages, tools_section, next_role), ordinary)
 
 
@@ -96,7 +96,7 @@ def prompt_text(messages: Sequence[Message], next_role: str = hm.ASSISTANT) -> s
 def chat_prompt_ids(request: Any, tools: Any = None, *,
                     reasoning_effort: str | None = None) -> list[int]:
     """Token ids of the prompt for a chat completions request (a dict or an engine's object):
-    :func:`harmony_plugins.prompt.from_request`, then :func:`prompt_ids`. What an engine
+    :func:`~harmony_plugins.prompt._chat.from_request`, then :func:`prompt_ids`. What an engine
     sends the model, and what ``harmony-ext render --ids`` prints. Raises
     :class:`~harmony_plugins.prompt.NotRenderable` or :class:`MissingExtra`."""
     return prompt_ids(from_request(request, tools, reasoning_effort=reasoning_effort))

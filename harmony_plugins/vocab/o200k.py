@@ -1,9 +1,11 @@
 """The o200k_harmony vocabulary of gpt-oss, shipped in the wheel and read offline.
 
-Where the vocabulary comes from, and why. Inside vLLM and SGLang the parse's token table comes
-from the tokenizer the engine loaded for the model (``Vocab.from_hf``); one path reads this
-module there: SGLang's prompt, where openai-harmony (``openai-harmony`` 0.0.8, which SGLang
-installs) cannot download its vocabulary, gets this copy written for it
+Where the vocabulary comes from, and why. On vLLM the parse's token table comes from the
+tokenizer vLLM loaded for the model (``Vocab.from_hf``); SGLang's chat parsers take text and
+need no table. Two paths inside SGLang read this module: its Responses API, whose drop-in
+parser (:mod:`harmony_plugins.compat`) is built with no table of its own and takes this one,
+and its prompt, where openai-harmony (``openai-harmony`` 0.0.8, which SGLang installs) cannot
+download its vocabulary and gets this copy written for it
 (:mod:`harmony_plugins.adapter_support.vocabulary`). Outside an engine (``harmony-ext parse
 --input ids``, ``demo``, ``parse_ids`` in the Python API) the vocabulary is
 ``data/o200k_base.tiktoken.xz`` in this package: OpenAI's published ``o200k_base.tiktoken``
