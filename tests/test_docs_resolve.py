@@ -17,7 +17,9 @@ of the product's modules, ``harmony_plugins``, ``vllm_ext`` and ``sglang_ext``.
   ``harmony_plugins.compat.prompt_message``) or a class defined at the top of exactly one of
   them (``Turn.declare`` is ``harmony_plugins._turn.Turn.declare``; an engine's class of the
   same name must be written out, ``openai_harmony.StreamableParser``). In fenced blocks
-  ``from PACKAGE import a, b`` names ``PACKAGE.a`` and ``PACKAGE.b``;
+  ``from PACKAGE import a, b`` (a trailing comment, parentheses allowed) names ``PACKAGE.a``
+  and ``PACKAGE.b``, and a dotted name after it that starts with one of them is read from
+  there (``a.x`` is ``PACKAGE.a.x``);
 - in docstrings, the same inside double-backtick literals, and every target of a ``:mod:``,
   ``:func:``, ``:class:``, ``:meth:``, ``:data:``, ``:attr:`` role, read as Python reads a name
   there: ``.x`` relative to the module's package, else its first part bound in the enclosing
@@ -99,7 +101,8 @@ PATH = re.compile(
     r"(?::(?P<first>\d+)(?:-(?P<last>\d+))?|::(?P<node>[\w:]+))?")
 NAME = re.compile(r"(?<![\w.\-/:$~@=<>|\\])(?P<name>\.*[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)"
                   r"(?::(?P<attr>[A-Za-z_]\w*))?(?![\w\-/@])")
-FROM_IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+([\w\s,]+?)\s*$", re.MULTILINE)
+FROM_IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+\(?([\w\s,]+?)\)?\s*(?:#.*)?$",
+                         re.MULTILINE)
 SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
 FENCE = re.compile(r"^\s*(```|~~~)")
 LINK = re.compile(r"\[(?:[^\[\]]|\[[^\]]*\])*\]"
@@ -431,9 +434,12 @@ class Checker:
             elif problem:
                 report.problems.append(f"{locate(match.start())}: path `{spelled}` {problem}")
 
-    def check_names(self, code: str, locate: Locate, report: Report, *, relative: bool) -> None:
-        """Names of ours in code: absolute ones, and with ``relative`` those that start with
-        the last part of one of our modules or the name of one of our classes."""
+    def check_names(self, code: str, locate: Locate, report: Report, *, relative: bool,
+                    imported: dict[str, str] | None = None) -> None:
+        """Names of ours in code: absolute ones, dotted ones that start with a name the block
+        ``imported`` from our packages (name -> where from), and with ``relative`` those that
+        start with the last part of one of our modules or the name of one of our classes."""
+        imported = imported or {}
         code = PATH.sub(lambda m: " " * len(m.group(0)), URL.sub(
             lambda m: " " * len(m.group(0)), code))
         for match in NAME.finditer(code):
@@ -445,6 +451,8 @@ class Checker:
             first, at = name.split(".")[0], locate(match.start())
             if first in NAME_ROOTS:
                 absolute = name
+            elif "." in name and first in imported:
+                absolute = imported[first] + name[len(first):]
             elif relative and "." in name and first in self.homes:
                 homes = self.homes[first]
                 if len(homes) > 1:
@@ -466,16 +474,18 @@ class Checker:
         for offset, block in blocks:
             locate = _locator(where, page, offset)
             self.check_paths(block, locate, report)
-            self.check_names(block, locate, report, relative=False)
+            imported: dict[str, str] = {}
             for match in FROM_IMPORT.finditer(block):
                 module, names = match.groups()
                 if module.split(".")[0] not in NAME_ROOTS:
                     continue
                 for name in filter(None, (n.split()[0] for n in names.split(",") if n.split())):
+                    imported[name] = f"{module}.{name}"
                     report.checked["name"] += 1
                     if not self.resolves(f"{module}.{name}"):
                         report.problems.append(f"{locate(match.start())}: name "
                                                f"`{module}.{name}` does not resolve")
+            self.check_names(block, locate, report, relative=False, imported=imported)
         for span in list(_spans(prose)):
             locate = _locator(where, page, span.start(2))
             self.check_paths(span.group(2), locate, report)
@@ -605,6 +615,13 @@ See `harmony_plugins.no_such_module.thing`, `compat.no_such_function`, `tests/no
 ```bash
 python -m sglang_ext.no_such_module
 ```
+
+```python
+from harmony_plugins import compat, gone   # a comment after the names
+from harmony_plugins import (Turn,
+                             Request)
+compat.no_such_name(Turn.feed_ids, Request.tool_choice, turn.anything)
+```
 """
 
 
@@ -612,6 +629,9 @@ def test_the_check_reports_bad_names_paths_and_links() -> None:
     report = CHECKER.check_markdown(FAKE_PAGE, "docs/fake.md", Path("docs"))
     assert report.problems == [
         "docs/fake.md:10: name `sglang_ext.no_such_module` does not resolve",
+        "docs/fake.md:14: name `harmony_plugins.gone` does not resolve",
+        "docs/fake.md:17: name `compat.no_such_name` (`harmony_plugins.compat.no_such_name`) "
+        "does not resolve",
         "docs/fake.md:3: name `harmony_plugins.no_such_module.thing` does not resolve",
         "docs/fake.md:3: name `compat.no_such_function` "
         "(`harmony_plugins.compat.no_such_function`) does not resolve",
