@@ -1,0 +1,381 @@
+"""How much a real vLLM server generates with harmony-ext selected (contract section 10).
+
+``tests/vllm/test_generation_guard.py`` checks the hooks in-process; here the tiny CPU server
+generates scripted ids (``script_ids``, so every count below is a count of the script's own
+pieces, o200k_harmony ids from the vocabulary harmony-ext ships) and ``usage`` says how far the
+engine went:
+
+- **Stop ids.** A checkpoint whose generation config lacks ``<|call|>`` (gpt-oss's lists
+  ``<|return|>``, ``<|endoftext|>`` and ``<|call|>``; some conversions drop the last) still
+  stops at ``<|call|>``, streamed and not, because harmony-ext merges Harmony's stop ids into
+  every request; one with ``ignore_eos`` gets exactly its ``max_tokens``.
+- **A forged turn ends the generation** within a few tokens of its ``<|start|>``, on chat and on
+  the Responses API, streamed and not; with the server switch off the whole script comes out.
+- **Markup written as text** (``<|start|>user``, ``<|call|>`` in ordinary tokens) stops nothing.
+- **``parallel_tool_calls: false``** surfaces the first call only and counts the rule
+  ``parallel_calls_refused`` on ``/metrics``.
+
+(A preamble then a final answer, ``Checking.\\nSunny, I expect.``, streamed equal to
+non-streamed: the case ``two_analyses_preamble_final_call`` of
+``harmony_ext_testing/vllm_cases.py``, run by ``test_harmony_ext_server.py``.)
+
+One server of its own (module scope): the tiny model copied with that shorter generation
+config, served with harmony-ext's parsers and ``HARMONY_EXT_TURN_STOP=0``, so that only the stop
+ids can stop a call there, and the same server shows the turn stop switched off. Everything else
+runs on the shared session server. ``VENV_VLLM`` and ``HARMONY_EXT_FROM`` apply to both, as
+``harmony_ext_testing/vllm_server.py`` reads them.
+
+Turn stop on against off, tokens and seconds to the last chunk (starts both servers when no
+base URLs are given)::
+
+    .venv-vllm/bin/python -m tests.e2e_vllm.test_generation_guard_server [ON_URL OFF_URL]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.register_assert_rewrite("harmony_ext_testing.vllm_cases")
+openai = pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bin/pytest")
+pytest.importorskip("prometheus_client", reason="comes with vLLM: use .venv-vllm/bin/pytest")
+
+from harmony_ext_testing.vllm_cases import (  # noqa: E402
+    CALL_W,
+    MESSAGES,
+    MODEL,
+    PARIS,
+    PAST_CALL,
+    ChunkFolder,
+    chat_tools,
+    item_view,
+    responses_tools,
+)
+from harmony_ext_testing.vllm_server import ROOT, VENV, tiny_vllm_server  # noqa: E402
+from tests.e2e_vllm.metrics import increase, scrape  # noqa: E402
+
+# o200k_harmony ids, from the contract's table (section 1).
+START, END, RETURN, CALL, ENDOFTEXT, STARTOFTEXT = (200006, 200007, 200002, 200012, 199999,
+                                                    199998)
+TURN_STOP_OFF = {"HARMONY_EXT_TURN_STOP": "0"}
+FORGED_REASON = "harmony-ext: forged turn"  # the stop_reason vLLM reports for it
+TOOLS = ("get_weather",)
+
+# The pieces of the scripts: (text, special?). A special piece's control-token spellings are
+# the control tokens; an ordinary piece is ordinary text, whatever it spells.
+CALLED = [(CALL_W + PARIS + "<|call|>", True)]
+"""A call, closed as gpt-oss closes one: the engine must stop at its <|call|>."""
+CALL_ENDED = [(CALL_W + PARIS + "<|end|>", True)]
+"""A call the model closed with <|end|> instead: nothing stops the engine there."""
+FORGED_RESULT = [("<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>"
+                  '{"temp":20}<|end|>', True)]
+"""The tool's result, written by the model itself: a forged turn (section 2)."""
+ANSWER = [("<|start|>assistant<|channel|>final<|message|>Sunny.<|return|>", True)]
+SECOND_CALL = [("<|start|>assistant<|channel|>commentary to=functions.get_time <|constrain|>json"
+                '<|message|>{"tz":"CET"}<|call|>', True)]
+AS_TEXT = "Type <|start|>user to speak as the user, and <|call|> to end a call."
+SPELLED = [("<|channel|>final<|message|>", True), (AS_TEXT, False), ("<|return|>", True)]
+"""A final answer that writes markup with ordinary tokens: it must come out whole."""
+
+
+def ids_of(pieces: Sequence[tuple[str, bool]]) -> list[int]:
+    """The o200k_harmony ids of the pieces, as the model would write them."""
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
+
+    encoding = tiktoken_encoding()
+    out: list[int] = []
+    for text, special in pieces:
+        out += (encoding.encode(text, allowed_special="all") if special
+                else encoding.encode(text, allowed_special=set(), disallowed_special=()))
+    return out
+
+
+def forged_script(tail: int = 0) -> list[tuple[str, bool]]:
+    """A call closed by <|end|>, the forged tool result, then the answer (with ``tail`` more
+    sentences in it, for a longer generation to save)."""
+    answer = "Sunny." + " It is 20 degrees in Paris." * tail
+    return [*CALL_ENDED, *FORGED_RESULT,
+            (f"<|start|>assistant<|channel|>final<|message|>{answer}<|return|>", True)]
+
+
+# -- requests --------------------------------------------------------------------------------
+
+@dataclass
+class Generated:
+    """What one request gave a client, and how much the engine generated for it."""
+
+    content: str | None = None
+    calls: list[list[str]] = field(default_factory=list)  # [name, arguments]
+    finish_reason: str | None = None  # chat; the response's status on the Responses API
+    tokens: int | None = None  # usage: completion_tokens / output_tokens
+    seconds: float = 0.0  # request sent to its last chunk (or its response)
+    stop_reason: Any = None  # non-streamed chat
+    token_ids: list[int] | None = None  # non-streamed chat with return_token_ids
+    problems: list[str] = field(default_factory=list)  # malformed chunks, unexpected items
+
+
+def client_for(base_url: str) -> Any:
+    return openai.OpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0,
+                         timeout=300)
+
+
+def chat(base_url: str, ids: Sequence[int], *, stream: bool, tools: Sequence[str] = TOOLS,
+         request: dict[str, Any] | None = None, **extra_body: Any) -> Generated:
+    """One chat request whose output is ``ids`` (``request``: more top-level fields)."""
+    kwargs: dict[str, Any] = {
+        "model": MODEL, "messages": MESSAGES, "stream": stream, "tools": chat_tools(tools),
+        "extra_body": {"vllm_xargs": {"script_ids": json.dumps(list(ids))}, **extra_body},
+        **(request or {})}
+    if stream:
+        kwargs["stream_options"] = {"include_usage": True}
+    began = time.monotonic()
+    response = client_for(base_url).chat.completions.create(**kwargs)
+    if not stream:
+        choice = response.choices[0]
+        extra = choice.model_extra or {}
+        return Generated(choice.message.content or None,
+                         [[c.function.name, c.function.arguments]
+                          for c in choice.message.tool_calls or []],
+                         choice.finish_reason, response.usage.completion_tokens,
+                         time.monotonic() - began, extra.get("stop_reason"),
+                         extra.get("token_ids"))
+    folder, usage = ChunkFolder(), None
+    for chunk in response:
+        folder.add(chunk)
+        usage = chunk.usage or usage
+    seconds = time.monotonic() - began
+    run = folder.result()
+    return Generated(run.outcome["content"], run.outcome["tool_calls"],
+                     run.outcome["finish_reason"], usage.completion_tokens if usage else None,
+                     seconds, problems=run.problems)
+
+
+def responses(base_url: str, ids: Sequence[int], *, stream: bool,
+              tools: Sequence[str] = TOOLS) -> Generated:
+    """One Responses request whose output is ``ids``: its items as chat fields, its status."""
+    began = time.monotonic()
+    response = client_for(base_url).responses.create(
+        model=MODEL, input=MESSAGES[0]["content"], tools=responses_tools(tools), stream=stream,
+        extra_body={"vllm_xargs": {"script_ids": json.dumps(list(ids))}})
+    final = response
+    if stream:
+        final = None
+        for event in response:
+            if event.type in ("response.completed", "response.incomplete", "response.failed"):
+                final = event.response
+        assert final is not None, "the stream ended without a final response"
+    seconds = time.monotonic() - began
+    items = [item_view(item) for item in final.output]
+    texts = [text for kind, text, *_ in items if kind == "message"]
+    return Generated("".join(texts) or None,
+                     [item[1:] for item in items if item[0] == "function_call"],
+                     final.status, final.usage.output_tokens if final.usage else None, seconds,
+                     problems=[f"item {item[0]}" for item in items
+                               if item[0] not in ("message", "function_call")])
+
+
+# -- the second server -----------------------------------------------------------------------
+
+def model_without_call(directory: Path) -> Path:
+    """The tiny model in ``directory``, its generation config listing <|return|> and
+    <|endoftext|> but not <|call|> (copied from the shared server's folder when that is built;
+    scripts/make_tiny_model.py builds what is missing)."""
+    shared = Path(os.environ.get("TINY_MODEL_DIR", ROOT / ".cache" / "tiny-gpt-oss"))
+    if (shared / ".tiny-model.json").is_file():
+        shutil.copytree(shared, directory)
+    subprocess.run([str(VENV / "bin" / "python"), str(ROOT / "scripts" / "make_tiny_model.py"),
+                    str(directory)], check=True, capture_output=True, cwd=ROOT)
+    generation = {"bos_token_id": STARTOFTEXT, "eos_token_id": [RETURN, ENDOFTEXT],
+                  "pad_token_id": ENDOFTEXT}
+    (directory / "generation_config.json").write_text(json.dumps(generation, indent=2) + "\n")
+    return directory
+
+
+@contextlib.contextmanager
+def no_call_server(folder: Path) -> Iterator[str]:
+    """A harmony-ext server of that model, the turn stop switched off; its base URL."""
+    model = model_without_call(folder / "tiny-gpt-oss")
+    with tiny_vllm_server(folder / "server.log",
+                          env={"TINY_MODEL_DIR": str(model), **TURN_STOP_OFF}) as base_url:
+        yield base_url
+
+
+@pytest.fixture(scope="module")
+def off_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of the server whose checkpoint lacks <|call|> and whose turn stop is off."""
+    if not (VENV / "bin" / "python").exists():
+        pytest.skip(f"{VENV} is missing: run scripts/setup_vllm_env.sh")
+    with no_call_server(tmp_path_factory.mktemp("vllm-no-call")) as base_url:
+        yield base_url
+
+
+# -- stop ids --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_checkpoint_without_call_still_stops_at_call(off_server: str, api: str,
+                                                       stream: bool) -> None:
+    """Contract 10: the engine stops at <|call|> although the generation config does not list
+    it; the model's own tool result and answer after it are never generated."""
+    called = ids_of(CALLED)
+    script = called + ids_of(FORGED_RESULT) + ids_of(ANSWER)
+    assert called[-1] == CALL and CALL not in script[len(called):]
+    if api == "chat":
+        got = chat(off_server, script, stream=stream, return_token_ids=True)
+    else:
+        got = responses(off_server, script, stream=stream)
+    # 12 ids of header, 5 of arguments ({" city ":" Paris "}), <|call|>
+    assert got.tokens == len(called) == 18
+    assert (got.content, got.calls, got.problems) == (None, [["get_weather", PARIS]], [])
+    assert got.finish_reason == ("tool_calls" if api == "chat" else "completed")
+    if api == "chat" and not stream:
+        assert got.token_ids == called
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_ignore_eos_is_left_alone(off_server: str, stream: bool) -> None:
+    """A request with ``ignore_eos`` wants exactly ``max_tokens``: no stop id is added, so the
+    whole script comes out, then the <|return|> the scripted model repeats after it. (The turn
+    stop is off on this server; where it is on, it still ends the forged turn of such a request:
+    section 10 makes no exception for ``ignore_eos`` there.)"""
+    script = ids_of(CALLED) + ids_of(FORGED_RESULT) + ids_of(ANSWER)
+    budget = len(script) + 3
+    got = chat(off_server, script, stream=stream, request={"max_tokens": budget},
+               ignore_eos=True, return_token_ids=True)
+    assert got.tokens == budget
+    assert got.calls == [["get_weather", PARIS]]
+    if not stream:
+        assert got.token_ids == script + [RETURN] * 3
+
+
+# -- a forged turn ---------------------------------------------------------------------------
+
+FORGED_SLACK = 3
+"""Tokens the engine may generate after the forged turn's <|start|> (contract: a few)."""
+
+
+def forged_start(pieces: Sequence[tuple[str, bool]]) -> int:
+    """The index of the forged turn's <|start|> in the script's ids."""
+    before = len(ids_of(CALL_ENDED))
+    assert ids_of(pieces)[before] == START
+    return before
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_forged_turn_ends_the_generation(vllm_server: str, api: str, stream: bool) -> None:
+    """Contract 10 (and 2): the call closed by <|end|> is surfaced, the forged tool result is
+    not, and the engine stops within a few tokens of the forged <|start|> instead of writing
+    the tool's result and an answer nobody will see."""
+    pieces = forged_script()
+    script, start = ids_of(pieces), forged_start(pieces)
+    assert start == 18  # the call's 18 ids, <|end|> closing it
+    assert len(script) > start + 1 + FORGED_SLACK + 10  # the rest would be plainly seen
+    send = chat if api == "chat" else responses
+    got = send(vllm_server, script, stream=stream)
+    assert got.tokens is not None and start + 1 <= got.tokens <= start + 1 + FORGED_SLACK
+    assert (got.content, got.calls, got.problems) == (None, [["get_weather", PARIS]], [])
+    assert got.finish_reason == ("tool_calls" if api == "chat" else "completed")
+    if api == "chat" and not stream:
+        assert got.stop_reason == FORGED_REASON
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_switched_off_the_whole_script_comes_out(off_server: str, stream: bool) -> None:
+    """``HARMONY_EXT_TURN_STOP=0``: the engine writes the forged turn and the answer to the
+    script's <|return|>; the client still sees only the call."""
+    script = ids_of(forged_script())
+    got = chat(off_server, script, stream=stream)
+    assert got.tokens == len(script)
+    assert (got.content, got.calls, got.finish_reason) == (
+        None, [["get_weather", PARIS]], "tool_calls")
+
+
+# -- markup written as text ------------------------------------------------------------------
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_markup_written_as_text_is_generated_whole(vllm_server: str, stream: bool) -> None:
+    """Contract 10: the stop is decided on ids, never on text: an answer that writes
+    ``<|start|>user`` and ``<|call|>`` in ordinary tokens is generated and shown whole."""
+    script = ids_of(SPELLED)
+    assert START not in script and CALL not in script and script[-1] == RETURN
+    got = chat(vllm_server, script, stream=stream)
+    assert (got.content, got.calls, got.finish_reason, got.problems) == (AS_TEXT, [], "stop",
+                                                                         [])
+    assert got.tokens == len(script)
+
+
+# -- parallel_tool_calls ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_parallel_tool_calls_false_surfaces_the_first_call(vllm_server: str,
+                                                           stream: bool) -> None:
+    """Contract 10: with ``parallel_tool_calls: false`` the second call is dropped and counted
+    (``parallel_calls_refused``); without it, both calls come out.
+
+    The second call comes after the first one's <|call|> (``ignore_eos``, up to the <|return|>
+    forced after the script, as ``PAST_CALL`` in vllm_cases): a second call after a call closed
+    by <|end|> never reaches the parser, since vLLM's own single-call grammar for
+    ``parallel_tool_calls: false`` rejects its <|start|> and ends the request (HTTP 500)."""
+    script = ids_of(CALLED + SECOND_CALL)
+    tools = ("get_weather", "get_time")
+    both = chat(vllm_server, script, stream=stream, tools=tools, **PAST_CALL)
+    assert both.calls == [["get_weather", PARIS], ["get_time", '{"tz":"CET"}']]
+    before = scrape(vllm_server)
+    got = chat(vllm_server, script, stream=stream, tools=tools,
+               request={"parallel_tool_calls": False}, **PAST_CALL)
+    moved = increase(before, scrape(vllm_server))
+    assert (got.content, got.calls, got.finish_reason, got.problems) == (
+        None, [["get_weather", PARIS]], "tool_calls", [])
+    assert got.tokens == len(script) + 1  # the whole script: the second call was written
+    assert moved == {("harmony_ext_responses_total", ()): 1,
+                     ("harmony_ext_tool_calls_total", (("outcome", "surfaced"),)): 1,
+                     ("harmony_ext_recoveries_total", (("rule", "parallel_calls_refused"),)): 1}
+
+
+# -- turn stop on against off, measured --------------------------------------------------------
+
+def measure(on_url: str, off_url: str, tail: int = 40, rounds: int = 3) -> list[str]:
+    """Lines of figures: the forged-turn script (``tail`` more answer sentences), streamed chat,
+    on a turn-stop server and on one with the switch off: tokens generated, and the best of
+    ``rounds`` seconds to the last chunk."""
+    pieces = forged_script(tail)
+    script, start = ids_of(pieces), forged_start(pieces)
+    lines = [f"script: {len(script)} ids, the forged <|start|> at index {start}"]
+    for name, url in (("turn stop on", on_url), ("turn stop off", off_url)):
+        runs = [chat(url, script, stream=True) for _ in range(rounds)]
+        lines.append(f"{name}: {runs[0].tokens} completion tokens, "
+                     f"{min(r.seconds for r in runs):.3f} s to the last chunk (best of {rounds})")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print :func:`measure`'s figures for two running servers, or for two started here."""
+    urls = list(sys.argv[1:] if argv is None else argv)
+    with contextlib.ExitStack() as stack:
+        if not urls:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            urls = [stack.enter_context(tiny_vllm_server(folder / "on.log")),
+                    stack.enter_context(no_call_server(folder))]
+        if len(urls) != 2:
+            print("usage: python -m tests.e2e_vllm.test_generation_guard_server "
+                  "[ON_URL OFF_URL]", file=sys.stderr)
+            return 2
+        print("\n".join(measure(*urls)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
