@@ -314,9 +314,14 @@ class HarmonyExtDetector(BaseFormatDetector):
             if link.turn.tools_unknown and self._bound_tools is not None:
                 link.declare(self._bound_tools)
             return link.may_call()
-        if not harmony.may_hold_markers(text):  # no call can be in it
+        if not harmony.may_hold_markers(text):  # no call can be in it, nothing to drop
             return False
-        return bool(self._parse_whole(text, self._bound_tools).calls)
+        # Alone (no reasoning detector of ours before it: no reasoning parser, or a request
+        # with separate_reasoning false), SGLang's non-streamed path keeps the text as it is
+        # unless this answers True: so it does whenever the parse changes the text (a call,
+        # or chain of thought and markup to drop), and detect_and_parse hands back the content.
+        step = self._parse_whole(text, self._bound_tools)
+        return bool(step.calls) or step.content != text
 
     def detect_and_parse(self, text: str, tools: list[Any]) -> StreamingParseResult:
         link = self._linked()

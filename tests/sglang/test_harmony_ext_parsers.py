@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from sglang.srt.entrypoints.openai.protocol import Tool
+from sglang.srt.function_call.base_format_detector import BaseFormatDetector
 from sglang.srt.function_call.function_call_parser import FunctionCallParser
 from sglang.srt.parser.reasoning_parser import ReasoningParser
 
@@ -104,18 +105,28 @@ def test_by_name_streamed_in_any_character_chunks(case: Case) -> None:
         assert chain_stream(case, NAME, deltas) == want, deltas
 
 
+PARSES_WITHOUT_TOOLS = hasattr(BaseFormatDetector, "parses_without_tools")
+"""SGLang 0.5.23 asks a detector that parses without tools (ours) even for a request that
+declares none; 0.5.22 hands such a request's text on as it is, chain of thought included,
+when no reasoning parser of ours came first (docs/sglang.md, "Limits")."""
+
+
 @pytest.mark.parametrize("case", ALL)
 def test_tool_detector_alone_on_raw_text(case: Case) -> None:
     """No harmony-ext reasoning parser upstream: the tool detector parses the raw text itself,
-    ``has_tool_call`` agrees with what it parses, and chain-of-thought never becomes content."""
+    and chain-of-thought never becomes content. ``has_tool_call`` says True where the text
+    holds a call, and also where it holds chain of thought or markup to drop: SGLang's
+    non-streamed path hands the text on as it is unless it says True."""
     want = case.expected()
     tools = [Tool(**t) for t in case.tools or ()]
     parser = FunctionCallParser(tools, NAME)
-    assert parser.has_tool_call(case.text) == bool(want["calls"])
+    if not tools and not PARSES_WITHOUT_TOOLS:  # SGLang 0.5.22: the detector is not asked
+        want = {"calls": [], "content": case.text}
+    changed = bool(want["calls"]) or want["content"] != case.text
+    assert parser.has_tool_call(case.text) == changed
     content, items = parser.parse_non_stream(case.text)
     assert [(i.name, i.parameters) for i in items] == want["calls"]
-    if want["calls"]:
-        assert (content or None) == want["content"]
+    assert (content or None) == want["content"]
 
 
 def test_arguments_stream_as_they_arrive(pieces) -> None:
@@ -301,6 +312,32 @@ def test_served_without_our_reasoning_parser_in_the_chain(sglang_chat, pieces, o
     assert calls == [("get_weather", '{"city":"Paris"}')]
     assert content == "Checking the weather."
     assert finish == "tool_calls"
+
+
+@pytest.mark.parametrize("options", [{"separate_reasoning": False}, {"no_reasoning_parser": True}])
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("tools", [[WEATHER], None], ids=["tools", "no_tools"])
+def test_served_without_our_reasoning_parser_no_call_shows_no_reasoning(
+        sglang_chat, pieces, options, stream: bool, tools: Any) -> None:
+    """The tool detector alone, an answer without a call: its content is the final answer,
+    never the chain of thought or the markup (non-streamed, SGLang keeps the text as it is
+    unless the detector says it holds a call)."""
+    options = dict(options)
+    reasoning_parser = None if options.pop("no_reasoning_parser", False) else NAME
+    text = ("<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final"
+            "<|message|>Hi.")
+    result = sglang_chat(pieces(text), stream=stream, tools=tools, tool_parser=NAME,
+                         reasoning_parser=reasoning_parser, **options)
+    if stream:
+        got = result.joined()
+        content, calls, finish = got["content"], got["tool_calls"], got["finish_reason"]
+    else:
+        message = result.body["choices"][0]["message"]
+        content, calls = message["content"], message.get("tool_calls")
+        finish = result.body["choices"][0]["finish_reason"]
+    # SGLang 0.5.22 never asks a tool detector about a request without tools.
+    shown = text if tools is None and not PARSES_WITHOUT_TOOLS else "Hi."
+    assert (content, calls or [], finish) == (shown, [], "stop")
 
 
 # -- a long answer (its cost is recorded on the comparison page, not judged here) -----------
