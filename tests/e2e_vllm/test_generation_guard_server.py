@@ -14,16 +14,25 @@ engine went:
 - **Markup written as text** (``<|start|>user``, ``<|call|>`` in ordinary tokens) stops nothing.
 - **``parallel_tool_calls: false``** surfaces the first call only and counts the rule
   ``parallel_calls_refused`` on ``/metrics``.
+- **Calls written as text** (issue 44): with ``HARMONY_EXT_RECOVER_TEXT_CALLS=1`` the
+  hand-written cases of ``tests/test_text_calls.py`` that recover come back as that call, its
+  arguments as written, counted once each on ``/metrics`` (``call_written_as_text``), and its
+  near misses as they were written; on the shared server (switch off) a call written as text
+  stays content. The cases whose ``tool_choice`` forces a call cannot be generated on vLLM:
+  its grammar for a forced call allows no final answer (checked, so that a change shows).
 
 (A preamble then a final answer, ``Checking.\\nSunny, I expect.``, streamed equal to
 non-streamed: the case ``two_analyses_preamble_final_call`` of
 ``harmony_ext_testing/vllm_cases.py``, run by ``test_harmony_ext_server.py``.)
 
-One server of its own (module scope): the tiny model copied with that shorter generation
-config, served with harmony-ext's parsers and ``HARMONY_EXT_TURN_STOP=0``, so that only the stop
-ids can stop a call there, and the same server shows the turn stop switched off. Everything else
-runs on the shared session server. ``VENV_VLLM`` and ``HARMONY_EXT_FROM`` apply to both, as
-``harmony_ext_testing/vllm_server.py`` reads them.
+One server of its own (module scope), with the non-default switches: the tiny model copied
+with that shorter generation config, served with harmony-ext's parsers,
+``HARMONY_EXT_TURN_STOP=0`` (so that only the stop ids can stop a call there, and the same
+server shows the turn stop switched off) and ``HARMONY_EXT_RECOVER_TEXT_CALLS=1`` (none of the
+other scripts here is a message written wholly as a call, so it changes none of their
+results). Everything else runs on the shared session server, default switches.
+``VENV_VLLM`` and ``HARMONY_EXT_FROM`` apply to both, as ``harmony_ext_testing/vllm_server.py``
+reads them.
 
 Turn stop on against off, tokens and seconds to the last chunk (starts both servers when no
 base URLs are given)::
@@ -33,6 +42,7 @@ base URLs are given)::
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -65,11 +75,13 @@ from harmony_ext_testing.vllm_cases import (  # noqa: E402
 )
 from harmony_ext_testing.vllm_server import ROOT, VENV, tiny_vllm_server  # noqa: E402
 from tests.e2e_vllm.metrics import increase, scrape  # noqa: E402
+from tests.test_text_calls import NEAR_MISSES, RECOVERED  # noqa: E402
 
 # o200k_harmony ids, from the contract's table (section 1).
 START, END, RETURN, CALL, ENDOFTEXT, STARTOFTEXT = (200006, 200007, 200002, 200012, 199999,
                                                     199998)
 TURN_STOP_OFF = {"HARMONY_EXT_TURN_STOP": "0"}
+RECOVER_TEXT_CALLS_ON = {"HARMONY_EXT_RECOVER_TEXT_CALLS": "1"}
 FORGED_REASON = "harmony-ext: forged turn"  # the stop_reason vLLM reports for it
 TOOLS = ("get_weather",)
 
@@ -124,6 +136,7 @@ class Generated:
     stop_reason: Any = None  # non-streamed chat
     token_ids: list[int] | None = None  # non-streamed chat with return_token_ids
     problems: list[str] = field(default_factory=list)  # malformed chunks, unexpected items
+    reasoning: str | None = None  # chat
 
 
 def client_for(base_url: str) -> Any:
@@ -150,7 +163,8 @@ def chat(base_url: str, ids: Sequence[int], *, stream: bool, tools: Sequence[str
                           for c in choice.message.tool_calls or []],
                          choice.finish_reason, response.usage.completion_tokens,
                          time.monotonic() - began, extra.get("stop_reason"),
-                         extra.get("token_ids"))
+                         extra.get("token_ids"),
+                         reasoning=getattr(choice.message, "reasoning", None) or None)
     folder, usage = ChunkFolder(), None
     for chunk in response:
         folder.add(chunk)
@@ -159,7 +173,7 @@ def chat(base_url: str, ids: Sequence[int], *, stream: bool, tools: Sequence[str
     run = folder.result()
     return Generated(run.outcome["content"], run.outcome["tool_calls"],
                      run.outcome["finish_reason"], usage.completion_tokens if usage else None,
-                     seconds, problems=run.problems)
+                     seconds, problems=run.problems, reasoning=run.outcome["reasoning"])
 
 
 def responses(base_url: str, ids: Sequence[int], *, stream: bool,
@@ -205,16 +219,18 @@ def model_without_call(directory: Path) -> Path:
 
 @contextlib.contextmanager
 def no_call_server(folder: Path) -> Iterator[str]:
-    """A harmony-ext server of that model, the turn stop switched off; its base URL."""
+    """A harmony-ext server of that model, the turn stop switched off and calls written as
+    text recovered; its base URL."""
     model = model_without_call(folder / "tiny-gpt-oss")
-    with tiny_vllm_server(folder / "server.log",
-                          env={"TINY_MODEL_DIR": str(model), **TURN_STOP_OFF}) as base_url:
+    env = {"TINY_MODEL_DIR": str(model), **TURN_STOP_OFF, **RECOVER_TEXT_CALLS_ON}
+    with tiny_vllm_server(folder / "server.log", env=env) as base_url:
         yield base_url
 
 
 @pytest.fixture(scope="module")
 def off_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Base URL of the server whose checkpoint lacks <|call|> and whose turn stop is off."""
+    """Base URL of the server whose checkpoint lacks <|call|>, whose turn stop is off and
+    which recovers calls written as text."""
     if not (VENV / "bin" / "python").exists():
         pytest.skip(f"{VENV} is missing: run scripts/setup_vllm_env.sh")
     with no_call_server(tmp_path_factory.mktemp("vllm-no-call")) as base_url:
@@ -343,6 +359,171 @@ def test_parallel_tool_calls_false_surfaces_the_first_call(vllm_server: str,
     assert moved == {("harmony_ext_responses_total", ()): 1,
                      ("harmony_ext_tool_calls_total", (("outcome", "surfaced"),)): 1,
                      ("harmony_ext_recoveries_total", (("rule", "parallel_calls_refused"),)): 1}
+
+
+# -- calls written as text -------------------------------------------------------------------
+
+# The hand-written cases of tests/test_text_calls.py: (id, output, tools, tool_choice, ...).
+# What a client is shown of each near miss, (reasoning, content), written by hand from the
+# case's output: its text, where it wrote it.
+NEAR_MISS_SHOWN: dict[str, tuple[str | None, str | None]] = {
+    "prose_before": (None, f"Sure: to=functions.get_weather {PARIS}"),
+    "prose_after": (None, f"to=functions.get_weather {PARIS} is what I would call."),
+    "undeclared_name": (None, f"to=functions.get_time {PARIS}"),
+    "schema_refuses": (None, 'to=functions.get_weather {"town":"Paris"}'),
+    "cut_object": (None, 'to=functions.get_weather {"city":"Par'),
+    "json_answer_not_forced": (None, PARIS),
+    "quoted_example": (None, f"```\nto=functions.get_weather {PARIS}\n```"),
+    "in_reasoning": (f"to=functions.get_weather {PARIS}", None),
+    "bare_fits_two": (None, '{"x": 1}'),
+    "not_an_object": (None, 'to=functions.get_weather ["Paris"]'),
+    "named_other_function": (None, PARIS),
+    "none_forced": (None, f"to=functions.get_weather {PARIS}"),
+}
+# Recovered cases sent to the shared server (switch off): what it shows, (reasoning, content).
+SWITCHED_OFF_SHOWN: dict[str, tuple[str | None, str | None]] = {
+    "final": (None, f"to=functions.get_weather {PARIS}"),
+    "channel_word_and_type": (None, f"commentary to=functions.get_weather json{PARIS}"),
+    "after_reasoning": ("Weather.", f"to=functions.get_weather {PARIS}"),
+}
+RECOVERED_BY_ID = {c[0]: c for c in RECOVERED}
+GRAMMAR_REFUSED = {False: ["HTTP 500"], True: ["stream error (APIError: Internal server error)"]}
+"""What a request (whole, streamed) gets whose script vLLM's grammar forbids: the engine ends
+it, with HTTP 500 or an error event in the stream. Only a scripted model writes what the grammar
+forbids; a real one has those tokens masked."""
+
+
+def forced(case: tuple[Any, ...]) -> bool:
+    """Whether the case's ``tool_choice`` forces a call (``required``, or one function)."""
+    return case[3] == "required" or isinstance(case[3], dict)
+
+
+# Reachable on vLLM: where a call is forced, vLLM's structural tag (kept, contract 10) allows
+# a call and no final answer, so those cases' bare objects are never generated there.
+ON_RECOVERED = [c for c in RECOVERED if not forced(c)]
+ON_NEAR_MISSES = [c for c in NEAR_MISSES if not forced(c)]
+FORCED = [c for c in RECOVERED + NEAR_MISSES if forced(c)]
+Expected = tuple[str | None, str | None, list[list[str]], str, list[str]]
+"""(reasoning, content, calls as [name, arguments], finish_reason, problems)."""
+
+
+def text_call_request(case: tuple[Any, ...], finish: str) -> tuple[list[int], dict[str, Any]]:
+    """The script ids of a case's output and the request fields that carry its tools and
+    ``tool_choice``; an output cut short (finish ``length``) gets exactly its length as
+    ``max_tokens``, so nothing is added after it."""
+    _, output, tools, choice = case[:4]
+    ids = ids_of([(output, True)])
+    request: dict[str, Any] = {"tools": tools, "tool_choice": choice}
+    if finish == "length":
+        request["max_tokens"] = len(ids)
+    return ids, request
+
+
+def send_text_call(base_url: str, case: tuple[Any, ...], finish: str, stream: bool) -> Generated:
+    """One case through chat completions; an HTTP error is returned as a problem."""
+    ids, request = text_call_request(case, finish)
+    try:
+        return chat(base_url, ids, stream=stream, tools=(), request=request)
+    except openai.APIError as e:
+        status = getattr(e, "status_code", None)
+        return Generated(problems=[f"HTTP {status}" if status else
+                                   f"stream error ({type(e).__name__}: {e})"])
+
+
+def seen(got: Generated) -> Expected:
+    """What the client got, in the shape of :data:`Expected`."""
+    return got.reasoning, got.content, got.calls, got.finish_reason or "", got.problems
+
+
+@dataclass
+class TextCallBatch:
+    """Every case, streamed and not, sent at once to the switched-on server."""
+
+    runs: dict[tuple[str, bool], Generated]  # (case id, streamed) -> what the client got
+    moved: dict[Any, float]  # the harmony-ext counters the batch moved on /metrics
+
+
+@pytest.fixture(scope="module")
+def text_call_batch(off_server: str) -> TextCallBatch:
+    """The 38 requests in one concurrent batch (one batch's time, not 38 requests'), between
+    two scrapes of ``/metrics``."""
+    jobs = [(c, "tool_calls") for c in RECOVERED] + [(c, c[4]) for c in NEAR_MISSES]
+    before = scrape(off_server)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2 * len(jobs)) as pool:
+        futures = {(case[0], stream): pool.submit(send_text_call, off_server, case, finish,
+                                                  stream)
+                   for case, finish in jobs for stream in (False, True)}
+        runs = {key: future.result() for key, future in futures.items()}
+    return TextCallBatch(runs, increase(before, scrape(off_server)))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("case", ON_RECOVERED, ids=[c[0] for c in ON_RECOVERED])
+def test_switched_on_a_call_written_as_text_is_that_call(text_call_batch: TextCallBatch,
+                                                         case: tuple[Any, ...],
+                                                         stream: bool) -> None:
+    """Contract 10, ``HARMONY_EXT_RECOVER_TEXT_CALLS=1`` on a real server: the message is that
+    call, its arguments as the model wrote them, and nothing of it is shown as content."""
+    name, _, _, _, call, reasoning = case
+    got = text_call_batch.runs[name, stream]
+    assert seen(got) == (reasoning, None, [list(call)], "tool_calls", [])
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("case", ON_NEAR_MISSES, ids=[c[0] for c in ON_NEAR_MISSES])
+def test_switched_on_a_near_miss_stays_as_written(text_call_batch: TextCallBatch,
+                                                  case: tuple[Any, ...], stream: bool) -> None:
+    """Contract 10: text around the call, an undeclared name, refused or cut arguments, a JSON
+    answer where no call was forced, a quoted example, reasoning: shown as written, no call."""
+    name, finish = case[0], case[4]
+    reasoning, content = NEAR_MISS_SHOWN[name]
+    got = text_call_batch.runs[name, stream]
+    assert seen(got) == (reasoning, content, [], finish, [])
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("case", FORCED, ids=[c[0] for c in FORCED])
+def test_switched_on_a_forced_call_allows_no_final_answer(text_call_batch: TextCallBatch,
+                                                          case: tuple[Any, ...],
+                                                          stream: bool) -> None:
+    """Why the bare-object cases (``tool_choice`` forcing a call) are not run above: vLLM's
+    grammar for a forced call refuses their final answer and the engine ends the request
+    (as ``test_tool_choice_required_grammar_still_applies`` finds), so on vLLM no bare object
+    reaches the parser; should that change, this fails and they belong above."""
+    got = text_call_batch.runs[case[0], stream]
+    assert (got.content, got.calls, got.problems) == (None, [], GRAMMAR_REFUSED[stream])
+
+
+def test_the_case_tables_are_all_here() -> None:
+    """Every case of the core tables is run here, and each near miss has its hand-written
+    view: none is silently left out."""
+    assert sorted(NEAR_MISS_SHOWN) == sorted(c[0] for c in NEAR_MISSES)
+    assert (len(RECOVERED), len(NEAR_MISSES)) == (7, 12)
+    assert (len(ON_RECOVERED), len(ON_NEAR_MISSES), len(FORCED)) == (5, 10, 4)
+
+
+def test_each_recovered_response_is_counted_once(text_call_batch: TextCallBatch) -> None:
+    """Contract 10 and 9: a call recovered this way counts its rule, ``call_written_as_text``,
+    once per response (streamed and not alike), and its outcome ``surfaced``; a near miss
+    counts neither. (A request the grammar ended is no response.)"""
+    recovered = 2 * len(ON_RECOVERED)
+    moved = text_call_batch.moved
+    assert moved.get(("harmony_ext_recoveries_total",
+                      (("rule", "call_written_as_text"),))) == recovered
+    assert moved.get(("harmony_ext_tool_calls_total", (("outcome", "surfaced"),))) == recovered
+    assert moved.get(("harmony_ext_responses_total", ())) == 2 * (len(ON_RECOVERED)
+                                                                  + len(ON_NEAR_MISSES))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("name", sorted(SWITCHED_OFF_SHOWN))
+def test_switched_off_a_call_written_as_text_stays_content(vllm_server: str, name: str,
+                                                           stream: bool) -> None:
+    """Contract 10: without the switch (the shared server's default) the same output is the
+    answer's text, as before, and no call."""
+    reasoning, content = SWITCHED_OFF_SHOWN[name]
+    got = send_text_call(vllm_server, RECOVERED_BY_ID[name], "stop", stream)
+    assert seen(got) == (reasoning, content, [], "stop", [])
 
 
 # -- turn stop on against off, measured --------------------------------------------------------
