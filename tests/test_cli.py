@@ -115,6 +115,30 @@ def test_cli_reports_what_it_applied_on_stderr(stream):
     assert all(json.loads(line) for line in lines)  # every stdout line is the OpenAI view
 
 
+_WITHOUT_JSONSCHEMA = ("import sys; sys.modules['jsonschema'] = None; "  # import fails
+                      "from harmony_plugins.cli import main; sys.argv[0] = 'harmony-ext'; main()")
+
+
+def test_cli_says_first_that_text_calls_need_jsonschema():
+    """``--recover-text-calls`` without jsonschema recovers nothing and says so, before the
+    rest of the report (the call below is written as text: it stays content)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_JSONSCHEMA, "parse", "--recover-text-calls",
+         "--tool", "get_weather"],
+        input=REPORTED.replace("Use <|end|> there.", "to=functions.get_weather "
+                               '{"city":"Rome"}').encode(),
+        capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stderr.decode().splitlines() == [
+        "harmony-ext: --recover-text-calls needs jsonschema (pip install "
+        "'harmony-ext[schema]'): nothing recovered",
+        "harmony-ext: rule after_json_value: \"]\"",
+        "harmony-ext: call 0: surfaced",
+    ]
+    view = json.loads(proc.stdout)
+    assert view["content"] == 'to=functions.get_weather {"city":"Rome"}'
+
+
 def test_cli_reports_a_leak_and_an_undeclared_call():
     text = ("<|channel|>final<|message|>Type <|call|> to call.<|end|><|start|>assistant"
             "<|channel|>commentary to=functions.other<|message|>{}<|call|>")
