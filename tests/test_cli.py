@@ -75,8 +75,9 @@ def test_cli_stream_prints_a_chunk_for_each_delta_that_shows_something():
     section 7."""
     proc = _cli("--stream", stdin="<|channel|>final<|message|>Hi<|return|>")
     assert proc.returncode == 0, proc.stderr.decode()
-    chunks = [json.loads(line)["choices"][0] for line in proc.stdout.decode().splitlines()]
-    assert [(c["delta"], c["finish_reason"]) for c in chunks] == [
+    chunks = [json.loads(line)["choices"] for line in proc.stdout.decode().splitlines()]
+    assert [[c["index"] for c in choices] for choices in chunks] == [[0]] * 4  # one choice
+    assert [(c[0]["delta"], c[0]["finish_reason"]) for c in chunks] == [
         ({"role": "assistant"}, None), ({"content": "H"}, None), ({"content": "i"}, None),
         ({}, "stop")]
 

@@ -468,3 +468,13 @@ def test_a_callers_message_is_decoded_once_as_it_comes(monkeypatch: pytest.Monke
     assert [sum(sizes) for sizes in decoded] == [len((unit * n).encode()) for n in repeats]
     assert [m.content[0].text for m in parser.messages if m.author.role == oh.Role.TOOL] == [
         unit * n for n in repeats]
+
+
+@pytest.mark.parametrize("text", ["", "<|start|>user<|message|>Hi<|end|>"],
+                         ids=["nothing", "a_caller_message"])
+def test_the_end_of_a_stream_before_any_reply(text: str) -> None:
+    """process_eos with no reply of the model's read yet (nothing fed, or only the caller's
+    messages): as openai-harmony ends it."""
+    tokens = ids(text)
+    assert run(StreamableParser(ENCODING, role=None), tokens) == run(
+        oh.StreamableParser(ENCODING, role=None), tokens)

@@ -600,6 +600,11 @@ def _call(name: str, body: str) -> str:
     (_call("free_form", '{"anything": [1, 2]}'), "surfaced"),
     (_call("free_form", "ls -la"), "invalid_json"),
     (_call("bad_schema", '{"a": 1}'), "unchecked"),
+    # A call named by its content type (section 3) is the declared function's: checked so.
+    ("<|channel|>commentary <|constrain|>functions.get_weather<|message|>" + PARIS
+     + "<|call|>", "surfaced"),
+    ('<|channel|>commentary <|constrain|>functions.get_weather<|message|>{"city": 7}<|call|>',
+     "schema_mismatch"),
 ])
 @pytest.mark.parametrize("mode", ["text", "ids"])
 def test_call_end_outcome(text, outcome, mode):

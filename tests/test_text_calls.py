@@ -134,6 +134,12 @@ def test_a_message_that_cannot_be_a_call_is_shown_as_it_comes():
                        [WEATHER], "auto", True, "ids", True)
     shown = [p for p in pieces if p]
     assert len(shown) > 1 and "".join(shown) == f"to=functions.get_weather {PARIS} or not."
+    # A first word that began like "commentary" and ended as another word: shown from there
+    # on, not held to the end.
+    _, _, pieces = run(f"{FINAL}comment on it, all is well.<|return|>", [WEATHER], "auto",
+                       True, "ids", True)
+    shown = [p for p in pieces if p]
+    assert len(shown) > 2 and "".join(shown) == "comment on it, all is well."
 
 
 def test_without_a_schema_check_nothing_is_recovered(monkeypatch):
