@@ -221,6 +221,14 @@ def test_malformed_lines_are_refused(content, why):
         o200k.parse_pieces(content)
 
 
+def test_a_malformed_line_is_quoted_to_its_first_60_bytes():
+    """The message shows where the file went wrong without pasting a runaway line whole."""
+    line = b"!" * 59 + b"XYZ 0"
+    with pytest.raises(RuntimeError) as raised:
+        o200k.parse_pieces(line)
+    assert f"line 1: {(b'!' * 59 + b'X')!r};" in str(raised.value)
+
+
 def test_repeated_tokens_are_refused():
     lines = [b"%s %d" % (base64.b64encode(b"t%d" % i), i) for i in range(ORDINARY_TOKENS)]
     lines[-1] = b"%s %d" % (base64.b64encode(b"t0"), ORDINARY_TOKENS - 1)  # t0 twice
