@@ -75,14 +75,19 @@ class Case:
 
     def core(self) -> dict[str, Any]:
         """The core's answer, in the comparable shape (checked against ``want``)."""
-        got = parse_text(self.text, self.tool_list, self.finish)
-        return {
-            "reasoning": got["reasoning"],
-            "content": got["content"],
-            "calls": [(c["function"]["name"], c["function"]["arguments"])
-                      for c in got["tool_calls"]],
-            "finish_reason": got["finish_reason"],
-        }
+        return comparable(parse_text(self.text, self.tool_list, self.finish))
+
+
+def comparable(message: dict[str, Any]) -> dict[str, Any]:
+    """A chat message as a dict (``reasoning``, ``content``, ``tool_calls``,
+    ``finish_reason``) in the shape the cases compare: calls as ``(name, arguments)``."""
+    return {
+        "reasoning": message["reasoning"],
+        "content": message["content"],
+        "calls": [(c["function"]["name"], c["function"]["arguments"])
+                  for c in message["tool_calls"]],
+        "finish_reason": message["finish_reason"],
+    }
 
 
 def want(reasoning: str | None = None, content: str | None = None,

@@ -78,7 +78,7 @@ if NO_GPU is not None:
     pytest.skip(NO_GPU, allow_module_level=True)
 
 from harmony_ext_testing.client import fold_chunks  # noqa: E402
-from harmony_ext_testing.sglang_cases import CASES, Case  # noqa: E402
+from harmony_ext_testing.sglang_cases import CASES, Case, comparable  # noqa: E402
 
 # The engine stops at the first <|call|>: an output that goes on after one cannot be scripted.
 GPU_CASES = [c for c in CASES if "<|call|>" not in c.text.removesuffix("<|call|>")]
@@ -187,13 +187,7 @@ def chat(base: str, case: Case, tokenizer: Any, stream: bool) -> dict[str, Any]:
         }
     got = fold_chunks(client.chat.completions.create(stream=True, **kwargs))
     assert all(c["id"] for c in got["tool_calls"]), "a call's first delta carries its id"
-    return {
-        "reasoning": got["reasoning"],
-        "content": got["content"],
-        "calls": [(c["function"]["name"], c["function"]["arguments"])
-                  for c in got["tool_calls"]],
-        "finish_reason": got["finish_reason"],
-    }
+    return comparable(got)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])

@@ -131,17 +131,9 @@ def counted(action: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
 def token_pieces(model_dir: str, text: str) -> list[str]:
     """``text`` as SGLang's incremental detokenizer hands it on, one token per piece (a
     character cut between tokens waits for its last byte)."""
-    from tokenizers import Tokenizer
+    from harmony_ext_testing.sglang_cases import pieces_for
 
-    tok = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
-    ids, out, sent = tok.encode(text, add_special_tokens=False).ids, [], 0
-    for n in range(1, len(ids) + 1):
-        decoded = tok.decode(ids[:n], skip_special_tokens=False)
-        if not decoded.endswith("\ufffd"):
-            out.append(decoded[sent:])
-            sent = len(decoded)
-    assert "".join(out) == text
-    return out
+    return pieces_for(Path(model_dir))(text)
 
 
 

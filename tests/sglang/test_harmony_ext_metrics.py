@@ -50,14 +50,20 @@ print(json.dumps(out))
 """
 
 
-def counters(model_dir: Path, tmp_path: Path, metrics: str) -> dict[str, Any]:
+def run(script: str, model_dir: Path, tmp_path: Path, metrics: str) -> dict[str, Any]:
+    """``script`` in a fresh interpreter in multiprocess mode, ``metrics`` ("on"/"off") its
+    second argument; the JSON of its last line."""
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
            "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests' / 'sglang'}"}
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(model_dir), metrics],
+    done = subprocess.run([sys.executable, "-c", script, str(model_dir), metrics],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
                           check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def counters(model_dir: Path, tmp_path: Path, metrics: str) -> dict[str, Any]:
+    return run(SCRIPT, model_dir, tmp_path, metrics)
 
 
 def test_counters_with_enable_metrics(gpt_oss_model_dir: Path, tmp_path: Path) -> None:
@@ -121,13 +127,7 @@ print(json.dumps({"LOST": link.LOST, "metrics": out}))
 
 
 def link_errors(model_dir: Path, tmp_path: Path, metrics: str) -> dict[str, Any]:
-    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path),
-           "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'tests' / 'sglang'}"}
-    done = subprocess.run([sys.executable, "-c", LINKS, str(model_dir), metrics],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run(LINKS, model_dir, tmp_path, metrics)
 
 
 def test_broken_links_are_counted_with_enable_metrics(gpt_oss_model_dir: Path,
