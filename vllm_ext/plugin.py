@@ -123,39 +123,41 @@ def check_vllm() -> str | None:
     return None
 
 
-def _install_or_warn(module: Any, without: str) -> bool:
-    """A hook module's ``install()``, or one warning saying what vLLM does without it and
-    why (``module.check()``); the parser hook stands on its own either way."""
-    problem = module.check()
-    if problem:
-        logger.warning("harmony-ext: %s: %s.", without, problem)
-        return True
-    return module.install()
-
-
 def install_prompt_hook() -> bool:
     """The prompt-side hook (:mod:`vllm_ext.prompt`), or a log line saying why not."""
     from . import prompt
 
-    return _install_or_warn(prompt, "chat prompts are rendered by vLLM's own Harmony renderer, "
-                                     "not harmony-ext's")
+    problem = prompt.check()
+    if problem:
+        logger.warning("harmony-ext: chat prompts are rendered by vLLM's own Harmony renderer, "
+                       "not harmony-ext's: %s.", problem)
+        return True  # the parser hook stands on its own
+    return prompt.install()
 
 
 def install_turn_stop_hook() -> bool:
     """The turn stop (:mod:`vllm_ext.turn_stop`), or a log line saying why not."""
     from . import turn_stop
 
-    return _install_or_warn(turn_stop, "a forged turn does not end the generation on this "
-                                       "vLLM (the response is parsed as before)")
+    problem = turn_stop.check()
+    if problem:
+        logger.warning("harmony-ext: a forged turn does not end the generation on this vLLM "
+                       "(the response is parsed as before): %s.", problem)
+        return True  # the parser hook stands on its own
+    return turn_stop.install()
 
 
 def install_items_hook() -> bool:
     """The Responses items hooks (:mod:`vllm_ext.items`), or a log line saying why not."""
     from . import items
 
-    return _install_or_warn(items, "Responses API items are vLLM's own (message items carry "
-                                   "no phase; assistant messages sent back are rendered as "
-                                   "answers)")
+    problem = items.check()
+    if problem:
+        logger.warning("harmony-ext: Responses API items are vLLM's own (message items carry "
+                       "no phase; assistant messages sent back are rendered as answers): %s.",
+                       problem)
+        return True  # the parser hook stands on its own
+    return items.install()
 
 
 def install_hook() -> bool:
