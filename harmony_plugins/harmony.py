@@ -230,3 +230,8 @@ REASONING_START = CHANNEL_TOKEN + ANALYSIS + MESSAGE_TOKEN
 REASONING_END = END_TOKEN
 """What ends it. An engine that gates on this string sees the first ``<|end|>`` of any message,
 a preamble's included: it is a message end, not a reasoning end."""
+ANSWER_START = CHANNEL_TOKEN + FINAL + MESSAGE_TOKEN
+"""Where the answer's body begins (the final header's end, written without a content type):
+where a grammar on the answer starts (contract section 10), as an engine's "reasoning end"
+for a request with a ``response_format``. Everything before it (reasoning, preambles, calls,
+headers) is free."""

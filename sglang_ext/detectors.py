@@ -67,6 +67,11 @@ THINK_END = harmony.REASONING_END
 """SGLang's base class wants a reasoning start and end (as its gpt-oss detector has): its
 scheduler gates grammars after the end, and the ``tool_choice`` structural tag's excludes are
 stripped of both. The core's caveat holds: the end is any message's end."""
+ANSWER_START = harmony.ANSWER_START
+"""The reasoning end a request with a ``response_format`` selects instead (``prompt.py``), so
+that SGLang's scheduler starts that grammar at the answer's body (contract section 10); its
+scheduler accepts a request's choice only from the detector's
+``request_selectable_think_end_tokens``."""
 FORWARD_UNKNOWN_TOOLS = "SGLANG_FORWARD_UNKNOWN_TOOLS"
 """SGLang's own name for the pass-undeclared switch."""
 
@@ -111,6 +116,8 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
     path (the scheduler and ``OpenAIServingChat.__init__`` build throw-away ones that never
     parse), so construction is cheap and unknown keywords are accepted.
     """
+
+    request_selectable_think_end_tokens = (ANSWER_START,)
 
     def __init__(
         self,

@@ -68,16 +68,26 @@ def stop_at_harmony_stops(request: Any) -> None:
 
 def apply_template(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
     """AROUND hook on ``OpenAIServingChat._apply_jinja_template``."""
-    if not active(self):
-        return original(self, *args, **kwargs)
     try:
         bound = inspect.signature(original).bind(self, *args, **kwargs)
         request = bound.arguments["request"]
         is_multimodal = bound.arguments.get("is_multimodal", False)
     except (TypeError, KeyError):
-        once("signature", logging.INFO,
-             "harmony-ext: unknown _apply_jinja_template signature; gpt-oss "
-             "prompts are rendered by SGLang's chat template")
+        if active(self):
+            once("signature", logging.INFO,
+                 "harmony-ext: unknown _apply_jinja_template signature; gpt-oss "
+                 "prompts are rendered by SGLang's chat template")
+        return original(self, *args, **kwargs)
+    result = render(original, self, request, is_multimodal, *args, **kwargs)
+    start_grammar_at_answer(self, request, result)
+    return result
+
+
+def render(original: Callable[..., Any], self: Any, request: Any, is_multimodal: bool, /,
+           *args: Any, **kwargs: Any) -> Any:
+    """The prompt: the core's rendering (with Harmony's stop ids merged) where
+    :func:`active`, else SGLang's own (``original`` called as it was)."""
+    if not active(self):
         return original(self, *args, **kwargs)
     stop_at_harmony_stops(request)
     try:
@@ -100,6 +110,34 @@ def apply_template(original: Callable[..., Any], self: Any, *args: Any, **kwargs
 
     return MessageProcessingResult(prompt="", prompt_ids=ids, image_data=None, audio_data=None,
                                    video_data=None, modalities=[], stop=request.stop)
+
+
+GRAMMAR_FORMATS = ("json_schema", "json_object", "structural_tag")
+"""``response_format`` types SGLang turns into a grammar."""
+
+
+def start_grammar_at_answer(serving: Any, request: Any, result: Any) -> None:
+    """A ``response_format`` grammar starts at the answer's body (contract section 10).
+
+    SGLang starts a request's grammar at the reasoning parser's end, ``<|end|>`` for gpt-oss
+    (ours as SGLang's): after an analysis message or a preamble the grammar masks the final
+    header, and an answer written first is never constrained (sgl-project/sglang#31019). With
+    our reasoning parser, a request with a ``response_format`` grammar selects the end of the
+    final header (:data:`harmony.ANSWER_START`, which the detector lists as selectable) through
+    SGLang's own per-request reasoning end, encoded by the tokenizer the scheduler encodes the
+    list with. A ``tool_choice`` grammar keeps ``<|end|>`` (SGLang refuses a forced call with a
+    ``response_format``). A final header written with a content type (``<|channel|>final
+    <|constrain|>json<|message|>``) does not end the reasoning: that body goes unconstrained,
+    as every body did before."""
+    if (getattr(serving, "reasoning_parser", None) != NAME
+            or getattr(getattr(request, "response_format", None), "type", None)
+            not in GRAMMAR_FORMATS
+            or not hasattr(result, "reasoning_end_token_ids")
+            or result.reasoning_end_token_ids is not None):
+        return
+    tokenizer = serving.tokenizer_manager.tokenizer
+    ids = tokenizer.encode(harmony.ANSWER_START, add_special_tokens=False)
+    result.reasoning_end_token_ids = list(ids)
 
 
 async def carry_reasoning(original: Callable[..., Any], self: Any, request: Any, *args: Any,
