@@ -5,6 +5,7 @@
 * :class:`Fold` (and :func:`fold_deltas`, :func:`fold_chunks` over it): streamed chat deltas
   put together as an OpenAI client puts them together, failing where the stream breaks the
   shape clients rely on.
+* :func:`same_json`: two call arguments that a client reading them as JSON cannot tell apart.
 
 Here and not in ``tests/`` because the page generators (``pages/``) share them with the tests,
 and ``pages/`` imports nothing from the tests.
@@ -12,6 +13,7 @@ and ``pages/`` imports nothing from the tests.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -101,3 +103,12 @@ def fold_chunks(chunks: Iterable[Any]) -> dict[str, Any]:
             fold.add(choice.get("delta"))
             finish = choice.get("finish_reason") or finish
     return {**fold.checked(), "finish_reason": finish}
+
+
+def same_json(a: str, b: str) -> bool:
+    """Whether two argument strings are the same JSON value (one re-serialised); False where
+    either is not JSON."""
+    try:
+        return bool(json.loads(a) == json.loads(b))
+    except ValueError:
+        return False

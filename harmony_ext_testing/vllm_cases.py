@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harmony_ext_testing.client import Fold
+from harmony_ext_testing.client import Fold, same_json
 
 MODEL = "tiny-gpt-oss"
 MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
@@ -616,7 +616,7 @@ def _call_tags(ours: list[list[str]], theirs: list[list[str]]) -> list[str]:
             tags.append("differs: tool name")
         elif args_a == args_b:
             continue
-        elif _json_equal(args_a, args_b):
+        elif same_json(args_a, args_b):
             tags.append("differs: arguments re-serialised")
         elif args_a in args_b:
             tags.append("leaks: arguments")
@@ -625,13 +625,6 @@ def _call_tags(ours: list[list[str]], theirs: list[list[str]]) -> list[str]:
         else:
             tags.append("differs: arguments")
     return tags
-
-
-def _json_equal(a: str, b: str) -> bool:
-    try:
-        return bool(json.loads(a) == json.loads(b))
-    except ValueError:
-        return False
 
 
 def difference_tags(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> list[str]:

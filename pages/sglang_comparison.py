@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import harmony_plugins
+from harmony_ext_testing.client import same_json
 from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer
 from harmony_ext_testing.sglang_cases import (
     CASES,
@@ -128,7 +129,7 @@ def differences(got: dict[str, Any], want: dict[str, Any]) -> list[str]:
             out.append(f"{key.replace('_', ' ')} wrong")
     if got["calls"] != want["calls"]:
         names = [n for n, _ in got["calls"]] == [n for n, _ in want["calls"]]
-        if names and all(_same_json(a, b) for (_, a), (_, b) in zip(got["calls"], want["calls"],
+        if names and all(same_json(a, b) for (_, a), (_, b) in zip(got["calls"], want["calls"],
                                                                       strict=True)):
             out.append("arguments re-serialised")
         elif len(got["calls"]) < len(want["calls"]):
@@ -136,13 +137,6 @@ def differences(got: dict[str, Any], want: dict[str, Any]) -> list[str]:
         else:
             out.append("calls wrong")
     return out
-
-
-def _same_json(a: str, b: str) -> bool:
-    try:
-        return json.loads(a) == json.loads(b)
-    except ValueError:
-        return False
 
 
 def verdict(case: Case, ours: dict[str, Any], theirs: dict[str, Any]) -> str:

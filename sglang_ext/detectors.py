@@ -67,11 +67,6 @@ THINK_END = harmony.REASONING_END
 """SGLang's base class wants a reasoning start and end (as its gpt-oss detector has): its
 scheduler gates grammars after the end, and the ``tool_choice`` structural tag's excludes are
 stripped of both. The core's caveat holds: the end is any message's end."""
-ANSWER_START = harmony.ANSWER_START
-"""The reasoning end a request with a ``response_format`` selects instead (``prompt.py``), so
-that SGLang's scheduler starts that grammar at the answer's body (contract section 10); its
-scheduler accepts a request's choice only from the detector's
-``request_selectable_think_end_tokens``."""
 FORWARD_UNKNOWN_TOOLS = "SGLANG_FORWARD_UNKNOWN_TOOLS"
 """SGLang's own name for the pass-undeclared switch."""
 
@@ -117,7 +112,10 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
     parse), so construction is cheap and unknown keywords are accepted.
     """
 
-    request_selectable_think_end_tokens = (ANSWER_START,)
+    # The end a request with a ``response_format`` selects instead of THINK_END (prompt.py), so
+    # that its grammar starts at the answer's body (contract section 10): SGLang's scheduler
+    # takes a request's choice only from this list.
+    request_selectable_think_end_tokens = (harmony.ANSWER_START,)
 
     def __init__(
         self,

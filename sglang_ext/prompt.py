@@ -128,7 +128,7 @@ def start_grammar_at_answer(serving: Any, request: Any, result: Any) -> None:
     list with. A ``tool_choice`` grammar keeps ``<|end|>`` (SGLang refuses a forced call with a
     ``response_format``). A final header written with a content type (``<|channel|>final
     <|constrain|>json<|message|>``) does not end the reasoning: that body goes unconstrained,
-    as every body did before."""
+    as SGLang's own start leaves an answer written first."""
     if (getattr(serving, "reasoning_parser", None) != NAME
             or getattr(getattr(request, "response_format", None), "type", None)
             not in GRAMMAR_FORMATS
