@@ -68,6 +68,14 @@ def build_validator(schema: Mapping[str, Any]) -> Any:
     return validator
 
 
+def constrains(schema: Any) -> bool:
+    """Whether a tool's ``parameters`` says what its arguments hold (it names properties, or
+    required ones). Only such a schema tells a forced call's bare JSON object from any JSON
+    answer (contract section 10): none, or a bare ``{"type": "object"}``, takes every object,
+    so a bare object is never a call to that function."""
+    return isinstance(schema, Mapping) and bool(schema.get("properties")
+                                                or schema.get("required"))
+
 
 def schema_check_available() -> bool:
     """Whether arguments can be checked against a JSON Schema (``jsonschema`` importable)."""

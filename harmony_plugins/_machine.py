@@ -93,7 +93,7 @@ from . import _header as hdr
 from . import harmony as hm
 from . import rules
 from ._arguments import ArgumentCutter
-from ._checks import ArgumentChecker, schema_check_available
+from ._checks import ArgumentChecker, constrains, schema_check_available
 from ._events import ContentText, ReasoningText, ToolCallEnd
 from ._leaks import LeakScanner
 from ._steps import Collector
@@ -343,6 +343,7 @@ class Machine:
         "tools", "spaced", "checker", "new_id", "pass_undeclared", "tools_unknown",
         "any_recipient", "builtins", "out", "at", "after_call", "stop_reason", "calls",
         "seen_marker", "maybe_calls", "separator", "single_call", "text_calls", "forced",
+        "bare",
     )
 
     def __init__(
@@ -381,7 +382,10 @@ class Machine:
         self.separator = ""
         self.single_call = single_call  # parallel_tool_calls false: calls after the first dropped
         self.text_calls = text_calls  # recover calls written as text (section 10)
-        self.forced = forced  # the functions a forced call may be (a bare object's): or none
+        self.forced = forced  # the functions a forced call may be: or none
+        # The functions a bare JSON object may be a call to: the forced ones whose schema
+        # constrains it (section 10; any other schema takes every JSON answer), or none.
+        self.bare = frozenset(n for n in forced if constrains(self.checker.schemas.get(n)))
 
     @property
     def recoveries(self) -> dict[str, int]:
@@ -487,7 +491,7 @@ class Machine:
         preamble = counted == hm.COMMENTARY
         lead = "" if preamble else self.separator
         if self.text_calls and not self.after_call:
-            reader = TextCallReader(named=True, bare=bool(self.forced))
+            reader = TextCallReader(named=True, bare=bool(self.bare))
             return HeldContentBody(self.out, preamble, lead, reader,
                                    (counted, channel, content_type))
         self.out.message_begin("content", counted, channel, None, content_type, lead)
@@ -655,16 +659,16 @@ class Machine:
 
     def _end_held(self, body: HeldContentBody, marker: int | None) -> bool:
         """A held message ended: if it is wholly a call written as text that names a declared
-        function (a bare object: exactly one function a forced call may be) whose schema
-        accepts its object, it is that call (counted ``call_written_as_text``): True. Else
-        False: it is content. Without a schema check nothing is recovered."""
+        function (a bare object: exactly one forced function whose schema constrains it)
+        whose schema accepts its object, it is that call (counted ``call_written_as_text``):
+        True. Else False: it is content. Without a schema check nothing is recovered."""
         found = body.reader.call()
         if found is None or not schema_check_available() or (self.single_call and self.calls):
             return False
         name, arguments = found
         allowed = self.forced or self.tools
-        if name is None:  # a bare object: exactly one allowed function's schema accepts it
-            fits = [n for n in sorted(self.forced) if self.checker.check(n, arguments)
+        if name is None:  # a bare object: exactly one constraining schema accepts it
+            fits = [n for n in sorted(self.bare) if self.checker.check(n, arguments)
                     == rules.SURFACED]
             if len(fits) != 1:
                 return False

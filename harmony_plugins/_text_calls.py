@@ -78,7 +78,8 @@ class TextCallReader:
     """One visible message's text, read as a possible call written as text.
 
     ``named``: the ``to=functions.NAME`` shape may be one (the request declared functions);
-    ``bare``: a bare JSON object may be one (the request forced a call). :meth:`feed` returns
+    ``bare``: a bare JSON object may be one (the request forced a call to a function whose
+    schema constrains it, which the machine decides). :meth:`feed` returns
     False once the text cannot be one (and for every piece after); :meth:`call` says, at the
     message's end, what it is: ``(name, arguments)``, the name None for a bare object.
     """

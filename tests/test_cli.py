@@ -171,7 +171,9 @@ def _encode(text: str) -> list[int]:
 
 def test_cli_recovers_a_call_written_as_text_only_when_asked():
     """Contract sections 7 and 10: --recover-text-calls, with --tool-choice saying what the
-    request forced (a function declared by --tool has no schema: it accepts any object)."""
+    request forced. A function declared by --tool has no schema: it takes any object, so a
+    named call to it is recovered, but a bare JSON object never becomes its call, forced or not
+    (tests/shell/test_cli_files.py gives a schema with --tools)."""
     text = '<|channel|>final<|message|>to=functions.get_weather {"city":"Paris"}<|return|>'
     asked = json.loads(_cli("--tool", "get_weather", "--recover-text-calls", stdin=text).stdout)
     assert [(c["function"]["name"], c["function"]["arguments"]) for c in asked["tool_calls"]] == [
@@ -181,7 +183,7 @@ def test_cli_recovers_a_call_written_as_text_only_when_asked():
     assert (plain["tool_calls"], plain["content"]) == ([], 'to=functions.get_weather '
                                                            '{"city":"Paris"}')
     bare = '<|channel|>final<|message|>{"city":"Paris"}<|return|>'
-    for choice, calls in [("required", 1), ("get_weather", 1), ("auto", 0), ("none", 0)]:
+    for choice, calls in [("required", 0), ("get_weather", 0), ("auto", 0), ("none", 0)]:
         out = json.loads(_cli("--tool", "get_weather", "--recover-text-calls", "--tool-choice",
                               choice, stdin=bare).stdout)
         assert len(out["tool_calls"]) == calls, choice

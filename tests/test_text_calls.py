@@ -156,3 +156,94 @@ def test_a_recovered_call_is_framed_as_a_call_in_the_events():
     kinds = [(type(e).__name__, getattr(e, "kind", None)) for e in step.events]
     assert ("MessageBegin", "call") in kinds and ("MessageBegin", "content") not in kinds
     assert json.loads(step.ended[0].arguments) == {"city": "Paris"}
+
+
+# -- a bare object is a call only to a function whose schema constrains it --------------------
+
+NOTE = {"type": "function", "function": {"name": "note", "description": "Keep a note."}}
+"""A function without ``parameters``: its schema takes every object."""
+EMPTY_PROPERTIES = {"type": "function", "function": {"name": "note", "parameters": {
+    "type": "object", "properties": {}}}}
+"""``properties`` names nothing: it takes every object too."""
+ONLY_REQUIRED = {"type": "function", "function": {"name": "lookup", "parameters": {
+    "type": "object", "required": ["q"]}}}
+"""No ``properties``, but a required key: it constrains."""
+ANSWER = '{"answer": "Paris"}'
+"""A JSON answer, as a model writes one to a request that wants JSON."""
+
+
+def named(name: str) -> dict:
+    return {"type": "function", "function": {"name": name}}
+
+
+# (id, output, tools, tool_choice, content): the forced functions' schemas do not constrain a
+# bare object (or the one that does refuses it), so the JSON answer is content, switch on or off.
+UNCONSTRAINED = [
+    ("no_parameters_required", f"{FINAL}{ANSWER}<|return|>", [NOTE], "required", ANSWER),
+    ("no_parameters_named", f"{FINAL}{ANSWER}<|return|>", [NOTE, WEATHER], named("note"),
+     ANSWER),
+    ("object_only_required", f"{FINAL}{ANSWER}<|return|>", [ANYTHING], "required", ANSWER),
+    ("object_only_named", f"{FINAL}{ANSWER}<|return|>", [ANYTHING, WEATHER], named("note"),
+     ANSWER),
+    ("empty_properties_required", f"{FINAL}{ANSWER}<|return|>", [EMPTY_PROPERTIES],
+     "required", ANSWER),
+    ("empty_object_no_parameters", f"{FINAL}{{}}<|return|>", [NOTE], "required", "{}"),
+    ("constrained_one_refuses", f"{FINAL}{ANSWER}<|return|>", [NOTE, WEATHER], "required",
+     ANSWER),
+    ("preamble_no_parameters", f"<|channel|>commentary<|message|>{ANSWER}<|end|>", [NOTE],
+     "required", ANSWER),
+]
+
+
+@pytest.mark.parametrize("mode", ["text", "ids"])
+@pytest.mark.parametrize("per_unit", [False, True])
+@pytest.mark.parametrize("case", UNCONSTRAINED, ids=[c[0] for c in UNCONSTRAINED])
+def test_a_bare_object_is_never_a_call_to_an_unconstrained_function(case, mode, per_unit):
+    """Contract 10: a function without ``parameters``, or whose ``parameters`` names no
+    property and no required key, takes every object; a forced call to it is no reason to
+    read a JSON answer as its call. The answer is content, as with the switch off."""
+    _, text, tools, choice, content = case
+    message, summary, _ = run(text, tools, choice, True, mode, per_unit)
+    assert (message["content"], message["tool_calls"], message["finish_reason"]) == (
+        content, [], "stop")
+    assert summary.recoveries == {} and summary.outcomes == {}
+    assert run(text, tools, choice, False, mode, per_unit)[0] == message
+
+
+@pytest.mark.parametrize("mode", ["text", "ids"])
+def test_a_bare_object_goes_to_the_one_constraining_schema_that_takes_it(mode):
+    """A forced ``required`` with one unconstrained and one constraining function: the object
+    the constraining one takes is its call; the unconstrained one is not a second fit."""
+    for tools, text, call in (
+            ([NOTE, WEATHER], f"{FINAL}{PARIS}<|return|>", ("get_weather", PARIS)),
+            ([ANYTHING, ONLY_REQUIRED], f'{FINAL}{{"q": "x"}}<|return|>',
+             ("lookup", '{"q": "x"}'))):
+        message, summary, pieces = run(text, tools, "required", True, mode, True)
+        assert calls_of(message) == [call] and message["content"] is None
+        assert summary.recoveries == {"call_written_as_text": 1}
+        assert "".join(pieces) == ""
+
+
+@pytest.mark.parametrize("tools", [[NOTE], [ANYTHING]], ids=["no_parameters", "object_only"])
+@pytest.mark.parametrize("choice", ["auto", "required", named("note")],
+                         ids=["auto", "required", "named"])
+def test_the_named_form_to_an_unconstrained_function_is_still_its_call(tools, choice):
+    """The named form names its function: ``to=functions.note {...}`` is that call whatever
+    the function's schema, as before."""
+    text = f'{FINAL}to=functions.note {{"x": 1}}<|return|>'
+    message, summary, _ = run(text, tools, choice, True, "ids", True)
+    assert calls_of(message) == [("note", '{"x": 1}')] and message["content"] is None
+    assert summary.recoveries == {"call_written_as_text": 1}
+
+
+def test_a_forced_json_answer_is_held_to_its_end_only_where_it_may_be_a_call():
+    """With the switch on and a constraining function forced, a JSON answer may be that call
+    until it ends: nothing of it is shown before then, and all of it after (the schema refused
+    it). Where no forced function constrains, it cannot be one: shown as it comes."""
+    text = f"{FINAL}{ANSWER}<|return|>"
+    _, _, pieces = run(text, [WEATHER], "required", True, "ids", True)
+    assert [p for p in pieces if p] == [ANSWER]  # one piece: at the end
+    assert pieces[-1] == ANSWER  # the feed of <|return|>
+    _, _, pieces = run(text, [NOTE], "required", True, "ids", True)
+    shown = [p for p in pieces if p]
+    assert len(shown) > 3 and shown[0] == '{"' and "".join(shown) == ANSWER

@@ -12,7 +12,9 @@ harmony-ext selected as both parsers, only the model scripted
   for it (none in the request's sampling parameters): the parse alone enforces it.
 * ``HARMONY_EXT_RECOVER_TEXT_CALLS=1`` (read from the environment when a choice's turn is
   built, per request) turns the hand-written calls written as text of tests/test_text_calls.py
-  into calls and leaves its near misses as written; with the switch off all are as written.
+  into calls and leaves its near misses as written, and a JSON answer to a request that forces
+  a call to a function whose schema takes any object stays content; with the switch off all
+  are as written.
 * a preamble then an answer (and the contract's other v5 joins, tests/contract_cases.py) is one
   content with one ``\\n`` between, streamed as not streamed.
 
@@ -32,7 +34,7 @@ from harmony_ext_testing.sglang_cases import NAME, Case, pieces_for, served
 from harmony_ext_testing.sglang_serving import RunChat
 from tests.contract_cases import CASES as CONTRACT_CASES
 from tests.sglang.sglang_process import run_script
-from tests.test_text_calls import NEAR_MISSES, RECOVERED
+from tests.test_text_calls import NEAR_MISSES, RECOVERED, UNCONSTRAINED
 
 RECOVER_TEXT_CALLS = "HARMONY_EXT_RECOVER_TEXT_CALLS"
 RETURN = "<|return|>"  # SGLang's detokenizer cuts it: the parsers never see it
@@ -199,6 +201,23 @@ def test_a_near_miss_stays_as_written_with_the_switch_on(
     the text unchanged."""
     monkeypatch.setenv(RECOVER_TEXT_CALLS, "1")
     assert both(sglang_chat, pieces, case) == got(*written, finish=case.finish)
+
+
+UNCONSTRAINED_CASES = [pytest.param(text_case(i, t, tools, choice), content, id=i)
+                       for i, t, tools, choice, content in UNCONSTRAINED]
+
+
+@pytest.mark.parametrize(("case", "content"), UNCONSTRAINED_CASES)
+def test_a_json_answer_is_no_call_to_a_function_that_takes_any_object(
+        sglang_chat: RunChat, pieces: Callable[[str], list[str]],
+        monkeypatch: pytest.MonkeyPatch, case: Case, content: str) -> None:
+    """Contract 10, the switch on, a call forced (``required`` or named) to functions without
+    ``parameters``, with a bare ``{"type": "object"}`` or an empty ``properties``: such a
+    schema takes every object, so a JSON answer is not read as its call; it is content,
+    whole and streamed (and where a constraining function is also forced, it refuses it)."""
+    assert len(UNCONSTRAINED_CASES) == 8
+    monkeypatch.setenv(RECOVER_TEXT_CALLS, "1")
+    assert both(sglang_chat, pieces, case) == got(content=content)
 
 
 @pytest.mark.parametrize(("case", "written"), EVERY_CASE)

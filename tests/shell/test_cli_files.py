@@ -37,6 +37,27 @@ def test_cli_tools_file(tmp_path):
     assert norm(cli_json("--tools", str(tools), "--tool", "get_weather", stdin=text)) == expected
 
 
+def test_cli_recovers_a_forced_bare_object_only_for_a_constraining_schema(tmp_path):
+    """Contract 10, --recover-text-calls: a bare JSON object where --tool-choice forces a call
+    is a call to a function whose schema names properties and accepts it (required, or that
+    function named); never to one whose schema takes any object, nor where nothing is forced."""
+    bare = '<|channel|>final<|message|>{"city":"Paris"}<|return|>'
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([
+        {"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string"}},
+            "required": ["city"]}}},
+        {"type": "function", "function": {"name": "note", "parameters": {"type": "object"}}}]))
+    for choice, calls in [("required", [["get_weather", PARIS]]),
+                          ("get_weather", [["get_weather", PARIS]]), ("note", []),
+                          ("auto", []), ("none", [])]:
+        out = cli_json("--tools", str(tools), "--recover-text-calls", "--tool-choice", choice,
+                       stdin=bare)
+        assert [[c["function"]["name"], c["function"]["arguments"]]
+                for c in out["tool_calls"]] == calls, choice
+        assert out["content"] == (None if calls else PARIS), choice
+
+
 def test_cli_text_file_and_dash(tmp_path):
     path = tmp_path / "out.txt"
     path.write_text(CLI_TEXT, encoding="utf-8")
