@@ -60,6 +60,7 @@ from harmony_plugins.adapter_support.once import Once
 
 from . import link as links
 from . import results
+from .content import CONTENT
 from .names import NAME, metrics_enabled, selected_parser, status
 
 THINK_START = harmony.REASONING_START
@@ -322,11 +323,17 @@ class HarmonyExtDetector(BaseFormatDetector):
         if not harmony.may_hold_markers(text):  # no call can be in it, nothing to drop
             return False
         # Alone (no reasoning detector of ours before it: no reasoning parser, or a request
-        # with separate_reasoning false), SGLang's non-streamed path keeps the text as it is
-        # unless this answers True: so it does whenever the parse changes the text (a call,
-        # or chain of thought and markup to drop), and detect_and_parse hands back the content.
+        # with separate_reasoning false), the text is raw Harmony. SGLang keeps the text of a
+        # reply without a call as it is; where the parse drops chain of thought or markup,
+        # the content is handed to the hooks below (show_content), which put it in the reply.
         step = self._parse_whole(text, self._bound_tools)
-        return bool(step.calls) or step.content != text
+        if step.calls:
+            return True
+        if step.content != text:
+            slot = CONTENT.get()
+            if slot is not None:
+                slot.append((text, step.content))
+        return False
 
     def detect_and_parse(self, text: str, tools: list[Any]) -> StreamingParseResult:
         link = self._linked()

@@ -20,6 +20,9 @@ What it installs (docs/sglang.md, "Internals", has the why of each):
 * AFTER ``prepare_server_args``: with a ``harmony-ext`` parser selected, warn when the
   server will not use it: ``SGLANG_RUST_SERVER`` on (the Rust server parses the output itself),
   or several tokenizer workers on an SGLang whose workers cannot load plugins (0.5.22);
+* AROUND ``OpenAIServingChat._process_tool_calls`` and ``FunctionCallParser.parse_non_stream``:
+  a non-streamed reply without a call, parsed by harmony-ext's tool detector alone, gets the
+  parse's content instead of the raw Harmony text (:mod:`sglang_ext.content`);
 * AROUND ``OpenAIServingChat._apply_jinja_template``: gpt-oss prompts are rendered with
   ``openai_harmony``, the history as the model wrote it (:mod:`sglang_ext.prompt`), and
   AROUND ``OpenAIServingChat.handle_request``: a message's ``reasoning`` key is kept;
@@ -262,6 +265,7 @@ def _positional(args: tuple[Any, ...], target: str, name: str) -> Any:
 
 def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]:
     """(what, target, hook, kind, why missing) for each hook."""
+    from .content import PARSE_NON_STREAM, PROCESS_TOOL_CALLS, show_content, show_content_parsed
     from .escaping import render_and_encode
     from .prompt import HANDLE, apply_template, carry_reasoning
     from .prompt import TARGET as APPLY_TEMPLATE
@@ -276,6 +280,8 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
         ("warn when the server will not use it", PREPARE_ARGS, warn_if_bypassed, "AFTER"),
         ("gpt-oss prompts rendered as Harmony", APPLY_TEMPLATE, apply_template, "AROUND"),
         ("'reasoning' kept in messages", HANDLE, carry_reasoning, "AROUND"),
+        ("content of a reply without a call", PROCESS_TOOL_CALLS, show_content, "AROUND"),
+        ("content of a parse without a call", PARSE_NON_STREAM, show_content_parsed, "AROUND"),
         ("a forged turn ends the generation", FINISH_STATE, stop_forged_turn, "AFTER"),
     ]
     out = []

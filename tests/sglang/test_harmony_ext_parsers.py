@@ -12,7 +12,8 @@ is recorded, not judged, by the page generator ``bash pages/run.sh sglang-compar
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -114,16 +115,15 @@ when no reasoning parser of ours came first (docs/sglang.md, "Limits")."""
 @pytest.mark.parametrize("case", ALL)
 def test_tool_detector_alone_on_raw_text(case: Case) -> None:
     """No harmony-ext reasoning parser upstream: the tool detector parses the raw text itself,
-    and chain-of-thought never becomes content. ``has_tool_call`` says True where the text
-    holds a call, and also where it holds chain of thought or markup to drop: SGLang's
-    non-streamed path hands the text on as it is unless it says True."""
+    ``has_tool_call`` says True exactly where the text holds a call, and chain-of-thought
+    never becomes content (SGLang hands on the text as it is when ``has_tool_call`` says
+    False; the plugin's hook on ``parse_non_stream`` gives it the parse's content)."""
     want = case.expected()
     tools = [Tool(**t) for t in case.tools or ()]
     parser = FunctionCallParser(tools, NAME)
     if not tools and not PARSES_WITHOUT_TOOLS:  # SGLang 0.5.22: the detector is not asked
         want = {"calls": [], "content": case.text}
-    changed = bool(want["calls"]) or want["content"] != case.text
-    assert parser.has_tool_call(case.text) == changed
+    assert parser.has_tool_call(case.text) == bool(want["calls"])
     content, items = parser.parse_non_stream(case.text)
     assert [(i.name, i.parameters) for i in items] == want["calls"]
     assert (content or None) == want["content"]
@@ -314,30 +314,83 @@ def test_served_without_our_reasoning_parser_in_the_chain(sglang_chat, pieces, o
     assert finish == "tool_calls"
 
 
-@pytest.mark.parametrize("options", [{"separate_reasoning": False}, {"no_reasoning_parser": True}])
-@pytest.mark.parametrize("stream", [False, True])
-@pytest.mark.parametrize("tools", [[WEATHER], None], ids=["tools", "no_tools"])
-def test_served_without_our_reasoning_parser_no_call_shows_no_reasoning(
-        sglang_chat, pieces, options, stream: bool, tools: Any) -> None:
-    """The tool detector alone, an answer without a call: its content is the final answer,
-    never the chain of thought or the markup (non-streamed, SGLang keeps the text as it is
-    unless the detector says it holds a call)."""
-    options = dict(options)
-    reasoning_parser = None if options.pop("no_reasoning_parser", False) else NAME
-    text = ("<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final"
-            "<|message|>Hi.")
-    result = sglang_chat(pieces(text), stream=stream, tools=tools, tool_parser=NAME,
-                         reasoning_parser=reasoning_parser, **options)
+SERVING_CHAT_LOGGER = "sglang.srt.entrypoints.openai.serving_chat"
+NO_CALL_WARNING = "no complete call parsed"
+"""SGLang's warning for a reply its tool detector said held a call that it then did not parse
+(``OpenAIServingChat._process_tool_calls``, 0.5.22 and 0.5.23)."""
+NO_CALL_TEXT = ("<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final"
+                "<|message|>Hi.")
+"""A reply without a call: chain of thought, then the answer ``Hi.``."""
+
+
+@pytest.fixture
+def serving_warnings() -> Iterator[list[str]]:
+    """The messages SGLang's chat serving logs at WARNING or above while the test runs (its
+    own logger, whatever SGLang's logging setup did to propagation)."""
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage())
+
+    sglang_logger = logging.getLogger(SERVING_CHAT_LOGGER)
+    handler, level = Keep(logging.WARNING), sglang_logger.level
+    sglang_logger.addHandler(handler)
+    sglang_logger.setLevel(logging.WARNING)
+    try:
+        yield messages
+    finally:
+        sglang_logger.removeHandler(handler)
+        sglang_logger.setLevel(level)
+
+
+def content_calls_finish(result: Any, stream: bool) -> tuple[Any, list[Any], Any]:
+    """(content, calls, finish_reason) of a served chat result, streamed or not."""
     if stream:
         got = result.joined()
-        content, calls, finish = got["content"], got["tool_calls"], got["finish_reason"]
-    else:
-        message = result.body["choices"][0]["message"]
-        content, calls = message["content"], message.get("tool_calls")
-        finish = result.body["choices"][0]["finish_reason"]
+        return got["content"], got["tool_calls"], got["finish_reason"]
+    choice = result.body["choices"][0]
+    return choice["message"]["content"], choice["message"].get("tool_calls") or [], (
+        choice["finish_reason"])
+
+
+CHAINS = {"tool_detector_alone": {"reasoning_parser": None},
+          "separate_reasoning_false": {"separate_reasoning": False},
+          "both_detectors": {}}
+
+
+@pytest.mark.parametrize("chain", sorted(CHAINS))
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("tools", [[WEATHER], None], ids=["tools", "no_tools"])
+def test_a_reply_without_a_call_is_its_answer_and_no_warning(
+        sglang_chat, pieces, serving_warnings: list[str], chain: str, stream: bool,
+        tools: Any) -> None:
+    """A reply without a call, served with harmony-ext's tool detector alone (no reasoning
+    parser, or ``separate_reasoning: false``) or with both detectors: its content is the final
+    answer, never the chain of thought or the markup, and SGLang logs no "no complete call
+    parsed" (``has_tool_call`` says False: there is no call)."""
+    result = sglang_chat(pieces(NO_CALL_TEXT), stream=stream, tools=tools, tool_parser=NAME,
+                         **{"reasoning_parser": NAME, **CHAINS[chain]})
+    alone = chain != "both_detectors"
     # SGLang 0.5.22 never asks a tool detector about a request without tools.
-    shown = text if tools is None and not PARSES_WITHOUT_TOOLS else "Hi."
-    assert (content, calls or [], finish) == (shown, [], "stop")
+    shown = NO_CALL_TEXT if alone and tools is None and not PARSES_WITHOUT_TOOLS else "Hi."
+    assert content_calls_finish(result, stream) == (shown, [], "stop")
+    assert [m for m in serving_warnings if NO_CALL_WARNING in m] == []
+
+
+def test_the_warning_is_seen_where_sglang_logs_it(sglang_chat,
+                                                  serving_warnings: list[str]) -> None:
+    """The capture above sees SGLang's warning where SGLang logs it: its own ``gpt-oss`` tool
+    parser says a reply holds a call when it finds ``<|start|>assistant<|channel|>commentary``,
+    and then parses no call from arguments cut short."""
+    text = ('<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json'
+            '<|message|>{"city":')
+    result = sglang_chat([text], stream=False, tools=[WEATHER], tool_parser="gpt-oss",
+                         reasoning_parser=None)
+    assert result.body["choices"][0]["message"].get("tool_calls") in (None, [])
+    assert [m for m in serving_warnings if NO_CALL_WARNING in m] == [
+        "Tool call marker present but no complete call parsed from gpt-oss output; "
+        "dropping the incomplete call"]
 
 
 # -- a long answer (its cost is recorded on the comparison page, not judged here) -----------

@@ -22,6 +22,7 @@ from sglang.srt.parser.reasoning_parser import ReasoningParser
 from sglang.srt.plugins.hook_registry import HookRegistry
 
 from sglang_ext import plugin
+from sglang_ext.content import PARSE_NON_STREAM, PROCESS_TOOL_CALLS
 from sglang_ext.detectors import HarmonyExtDetector, HarmonyExtReasoningDetector
 
 NAME = "harmony-ext"
@@ -36,7 +37,8 @@ def test_names_resolve_after_load_plugins() -> None:
     assert plugin.status["enabled"].startswith("yes")
     for item in ("tools to the reasoning parse", "tools to has_tool_call",
                  "keep the call stop token", "prompt control tokens as text",
-                 "warn when the server will not use it"):
+                 "warn when the server will not use it", "content of a reply without a call",
+                 "content of a parse without a call"):
         assert plugin.status[item] == "on", (item, plugin.status)
 
 
@@ -51,7 +53,7 @@ def test_register_again_changes_nothing() -> None:
     from sglang.srt.plugins import load_plugins
 
     targets = [plugin.REASONING_INIT, plugin.TOOL_INIT, plugin.DETOKENIZER_INIT, plugin.RENDER,
-               plugin.PREPARE_ARGS]
+               plugin.PREPARE_ARGS, PROCESS_TOOL_CALLS, PARSE_NON_STREAM]
     before = {t: len(HookRegistry._hooks[t]) for t in targets}
     plugin.register()
     plugin._registered = False  # as if a second copy of the entry point ran
