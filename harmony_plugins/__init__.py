@@ -1,11 +1,10 @@
 """harmony-ext core: an engine-neutral, incremental parser for gpt-oss (Harmony) output.
 
 Sans-I/O: it imports no engine, opens no file (:mod:`harmony_plugins.data` reads the shipped
-vocabulary), sets no environment variable and logs nothing; the command line
-(:mod:`harmony_plugins.cli`) and the engine glue (:mod:`harmony_plugins.adapter_support`) do
-that for it. The names below are the public interface: the adapters import these and
-``harmony_plugins.adapter_support``, nothing else (``tests/test_one_source.py`` checks). See
-``docs/core-api.md``.
+data), sets no environment variable and logs nothing; the command line
+(:mod:`harmony_plugins.cli`) and the engine glue do that for it. The names below are the public
+interface: the adapters import these and the engine glue, nothing else
+(``tests/test_one_source.py`` checks). See ``docs/core-api.md``.
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ Responses built-in tools and namespaces), what ``tool_choice: "none"`` does, how
 switch is spelled, what the finish is when the engine does not say, what is counted.
 
 When a turn closes it hands a :class:`Summary` to the ``observer`` it was given; the
-adapters' observer (:mod:`harmony_plugins.adapter_support.metrics`) counts it on ``/metrics``
-and writes the one log line per response that needed a recovery (contract section 9): the core
-itself logs nothing. Building a :class:`Request` or a :class:`Turn` parses nothing: engines
-build throw-away parser objects per request, and the work is done on the first feed.
+adapters' observer (the engine glue's) counts it on ``/metrics`` and writes the one log line
+per response that needed a recovery (contract section 9): the core itself logs nothing.
+Building a :class:`Request` or a :class:`Turn` parses nothing: engines build throw-away parser
+objects per request, and the work is done on the first feed.
 """
 
 from __future__ import annotations

@@ -268,9 +268,9 @@ def _read_request(path: str, date: str | None) -> tuple[dict[str, Any], datetime
 
 def run_render(request: dict[str, Any], today: datetime.date | None, ids: bool) -> None:
     """Raises NotRenderable (the request) or MissingExtra (openai-harmony, an encoder)."""
-    from .adapter_support.vocabulary import load_openai_harmony
     from .prompt import _chat, _model
     from .prompt import _render as render
+    from .vocabulary_files import load_openai_harmony
 
     messages = _chat.from_request(request, today=today)
     load_openai_harmony()  # offline, openai-harmony 0.0.8 needs its vocabulary written for it

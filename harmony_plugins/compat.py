@@ -8,7 +8,7 @@ over one :class:`~harmony_plugins.Turn` at a time and its message events: ``mess
 ``openai_harmony.Message`` per Harmony message as the core frames it, on the channel the
 message counts as (always one openai-harmony and the engines accept), a function call's
 recipient ``functions.NAME`` as declared, routing and drops by the contract. The messages are
-built by :mod:`harmony_plugins.adapter_support.messages`, as the adapters build theirs.
+built by :mod:`harmony_plugins._messages`, which the adapters build theirs with.
 
 Where it differs from openai-harmony, the difference is the contract's: it never raises; a
 forged turn (``<|start|>user`` in model output) ends the turn and its messages are not kept;
@@ -40,9 +40,9 @@ from typing import Any
 from . import harmony as hm
 from ._events import ContentText, MessageBegin, MessageEnd, ReasoningText, ToolCallArguments
 from ._header import ROLE, Header, parse_header, role_forges
+from ._messages import from_parts, harmony_message
 from ._steps import Step
 from ._turn import Observer, Request, Turn
-from .adapter_support.messages import from_parts, harmony_message
 from .vocab import Vocab
 
 _TEXT = (ReasoningText, ContentText, ToolCallArguments)

@@ -75,7 +75,7 @@ def figure_problems(page: str) -> list[str]:
 
 
 NAMESPACES = ("harmony_plugins", "harmony_plugins.vocab.o200k", "harmony_plugins.data",
-              "harmony_plugins.harmony", "harmony_plugins.adapter_support.vocabulary",
+              "harmony_plugins.harmony", "harmony_plugins.vocabulary_files",
               "harmony_ext_testing.hf_tokenizer", "tests.oracles")
 """The modules whose names the page uses bare (``Vocab``, ``tiktoken_file()``)."""
 PROJECT = ("harmony_plugins", "harmony_ext_testing", "tests")

@@ -10,8 +10,8 @@ openai-harmony downloads ``o200k_base.tiktoken`` unless ``TIKTOKEN_ENCODINGS_BAS
 holding it (``openai-harmony`` 0.0.8, which SGLang installs; vLLM's ``oss-harmony`` embeds it).
 This module writes no file and sets no variable: where openai-harmony cannot load its vocabulary,
 :func:`loaded_encoding` says why, and the caller that needs it (the command line, SGLang's
-prompt hook) writes harmony-ext's copy for it (:mod:`harmony_plugins.adapter_support.vocabulary`)
-and clears the cache.
+prompt hook) writes harmony-ext's copy for it (:mod:`harmony_plugins.vocabulary_files`) and
+clears the cache.
 """
 
 from __future__ import annotations

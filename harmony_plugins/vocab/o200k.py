@@ -6,7 +6,7 @@ need no table. Two paths inside SGLang read this module: its Responses API, whos
 parser (:mod:`harmony_plugins.compat`) is built with no table of its own and takes this one,
 and its prompt, where openai-harmony (``openai-harmony`` 0.0.8, which SGLang installs) cannot
 download its vocabulary and gets this copy written for it
-(:mod:`harmony_plugins.adapter_support.vocabulary`). Outside an engine (``harmony-ext parse
+(:mod:`harmony_plugins.vocabulary_files`). Outside an engine (``harmony-ext parse
 --input ids``, ``demo``, ``parse_ids`` in the Python API) the vocabulary is
 ``data/o200k_base.tiktoken.xz`` in this package: OpenAI's published ``o200k_base.tiktoken``
 byte for byte, xz-compressed (1.1 MB), checked against its published sha256

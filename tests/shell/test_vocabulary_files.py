@@ -1,7 +1,7 @@
 """The vocabulary files harmony-ext writes for others, read by those others.
 
-The core writes no file; what does (the engine glue's :mod:`harmony_plugins.adapter_support.
-vocabulary`, for openai-harmony and tiktoken offline, and the tests' Hugging Face tokenizer
+The core writes no file; what does (the edge :mod:`harmony_plugins.vocabulary_files`, for
+openai-harmony and tiktoken offline, and the tests' Hugging Face tokenizer
 files in :mod:`harmony_ext_testing.hf_tokenizer`) is tested here, by the libraries that read the
 files. These tests write into temporary folders and set environment variables; the core's tests
 (``tests/test_*.py``) do neither.
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from harmony_ext_testing.hf_tokenizer import write_hf_tokenizer
-from harmony_plugins.adapter_support.vocabulary import write_tiktoken_file
 from harmony_plugins.harmony import SPECIAL_IDS
 from harmony_plugins.vocab import o200k
+from harmony_plugins.vocabulary_files import write_tiktoken_file
 from tests.test_o200k import CORPUS, OFFICIAL_SHA256, tt_encode_like_hf
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ def test_the_written_file_is_the_official_one(tmp_path):
 _LOAD_OFFLINE = """
 import json, os, sys
 from harmony_plugins.prompt import _render as render
-from harmony_plugins.adapter_support.vocabulary import load_openai_harmony
+from harmony_plugins.vocabulary_files import load_openai_harmony
 problem = load_openai_harmony()
 print(json.dumps({"problem": problem, "env": os.environ.get(render.VOCAB_ENV)}))
 """
