@@ -18,6 +18,9 @@ A request opts in through ``vllm_xargs`` (vLLM's ``SamplingParams.extra_args``):
 - ``{"script_echo_prompt": N}``: the prompt the engine was given, read back: a final answer
   whose text is the last N prompt token ids (every one for 0), space-separated. The
   Responses API returns no prompt ids; this is how a test reads the prompt vLLM rendered.
+- ``{"script_ids_by_seed": '{"SEED": [ids], ...}'}`` (a JSON object in a string: ``vllm_xargs``
+  holds no objects): one script per choice of ``n > 1``: vLLM gives choice ``i`` of a request
+  with ``seed`` S the seed S + i, and each choice takes the script of its seed.
 
 The output is exactly the script: at step ``i`` every logit but the one of
 ``script[i]`` is set to ``-inf``. ``max_tokens`` still truncates it.
@@ -63,7 +66,7 @@ if TYPE_CHECKING:
     from vllm.config import VllmConfig
     from vllm.sampling_params import SamplingParams
 
-__all__ = ["SCRIPT_ECHO_KEY", "SCRIPT_IDS_KEY", "SCRIPT_TEXT_KEY", "Script",
+__all__ = ["SCRIPT_BY_SEED_KEY", "SCRIPT_ECHO_KEY", "SCRIPT_IDS_KEY", "SCRIPT_TEXT_KEY", "Script",
            "ScriptedOutputProcessor", "echoed_ids", "read_script"]
 
 logger = logging.getLogger("vllm.harmony_ext_testing")  # vLLM's handler prints it
@@ -72,6 +75,7 @@ logger.info("%s %s %s", LOADED_FROM, vllm_ext.__file__, harmony_plugins.__file__
 SCRIPT_TEXT_KEY = "script_text"
 SCRIPT_IDS_KEY = "script_ids"
 SCRIPT_ECHO_KEY = "script_echo_prompt"
+SCRIPT_BY_SEED_KEY = "script_ids_by_seed"
 ECHO_OPEN, ECHO_CLOSE = "<|channel|>final<|message|>", "<|return|>"
 
 # o200k_harmony: the model vocabulary of gpt-oss (and of our tiny test models).
@@ -122,10 +126,28 @@ def _read_ids(raw: Any, vocab_size: int) -> tuple[int, ...]:
     return tuple(raw)
 
 
+def _read_seeded(by_seed: Any, vocab_size: int, seed: int | None) -> tuple[int, ...]:
+    """The script of ``seed`` (any one while it is not known) of ``script_ids_by_seed``."""
+    if isinstance(by_seed, str):
+        try:
+            by_seed = json.loads(by_seed)
+        except ValueError as e:
+            raise _reject(f"{SCRIPT_BY_SEED_KEY} is not valid JSON ({e})", by_seed) from None
+    if not isinstance(by_seed, Mapping) or not by_seed:
+        raise _reject(f"{SCRIPT_BY_SEED_KEY} must map seeds to scripts", by_seed)
+    scripts = {str(k): _read_ids(v, vocab_size) for k, v in by_seed.items()}
+    if seed is None:
+        return next(iter(scripts.values()))
+    if str(seed) not in scripts:
+        raise _reject(f"{SCRIPT_BY_SEED_KEY} has no script for seed {seed}", by_seed)
+    return scripts[str(seed)]
+
+
 def read_script(
-    extra_args: Mapping[str, Any] | None, vocab_size: int = VOCAB_SIZE
+    extra_args: Mapping[str, Any] | None, vocab_size: int = VOCAB_SIZE, seed: int | None = None
 ) -> Script | None:
-    """Return the request's script, None when it has none.
+    """Return the request's script (for ``script_ids_by_seed``, the one of ``seed``; any one
+    when the seed is not known yet), None when it has none.
 
     Raises VLLMValidationError (which vLLM's error handling maps to HTTP 400) when
     the script is malformed, so a bad test request fails loudly instead of silently
@@ -136,8 +158,12 @@ def read_script(
     has_text = SCRIPT_TEXT_KEY in extra_args
     has_ids = SCRIPT_IDS_KEY in extra_args
     has_echo = SCRIPT_ECHO_KEY in extra_args
-    if has_text + has_ids + has_echo > 1:
-        raise _reject(f"give one of {SCRIPT_TEXT_KEY}, {SCRIPT_IDS_KEY}, {SCRIPT_ECHO_KEY}")
+    has_seeds = SCRIPT_BY_SEED_KEY in extra_args
+    if has_text + has_ids + has_echo + has_seeds > 1:
+        raise _reject(f"give one of {SCRIPT_TEXT_KEY}, {SCRIPT_IDS_KEY}, {SCRIPT_ECHO_KEY}, "
+                      f"{SCRIPT_BY_SEED_KEY}")
+    if has_seeds:
+        return Script(ids=_read_seeded(extra_args[SCRIPT_BY_SEED_KEY], vocab_size, seed))
     if has_echo:
         last = extra_args[SCRIPT_ECHO_KEY]
         if type(last) is not int or last < 0:
@@ -231,7 +257,7 @@ class ScriptedOutputProcessor(AdapterLogitsProcessor):
         only environment problems; they are logged and the request runs unforced.
         """
         try:
-            script = read_script(params.extra_args, self._vocab_size)
+            script = read_script(params.extra_args, self._vocab_size, params.seed)
             if script is None:
                 return None
             if script.echo is not None:

@@ -24,7 +24,7 @@ from ._events import (
     ToolCallBegin,
     ToolCallEnd,
 )
-from ._forged import turn_forged
+from ._guard import Guard
 from ._openai import ChatResult
 from ._parser import StreamParser, parse_ids, parse_text
 from ._steps import CallDelta, Step, fold
@@ -55,6 +55,7 @@ __all__ = [
     "EndOfTurn",
     "Escaper",
     "Event",
+    "Guard",
     "LeakSuspected",
     "MessageBegin",
     "MessageEnd",
@@ -90,7 +91,6 @@ __all__ = [
     "rules",
     "schema_check_available",
     "switch",
-    "turn_forged",
     "turn_stop",
     "written_order",
 ]

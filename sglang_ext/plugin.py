@@ -28,10 +28,14 @@ What it installs (docs/sglang.md, "Internals", has the why of each):
   AROUND ``OpenAIServingChat.handle_request``: a message's ``reasoning`` key is kept;
 * AROUND ``OpenAIServingResponses.create_responses``, the Harmony contexts' parser factory and
   their ``append_output``: ``/v1/responses`` on gpt-oss parsed by harmony-ext's drop-in for
-  openai-harmony's parser, with the request's tools (:mod:`sglang_ext.responses`);
+  openai-harmony's parser, with the request's tools, and AROUND
+  ``ResponsesRequest.to_sampling_params``: its generations marked for the generation guard
+  (:mod:`sglang_ext.responses`);
 * AROUND ``OpenAIServingResponses._construct_input_messages_with_harmony`` and the
   ``parse_response_input`` it calls: input items sent back (or named by
   ``previous_response_id``) rendered as the model wrote them (:mod:`sglang_ext.items`);
+* ``Req.update_finish_state`` wrapped in place, where the command line may select
+  ``harmony-ext``: the generation guard in the scheduler (:mod:`sglang_ext.guard`);
 * ``SGLANG_HTTP_SERVER_APP_PATH`` (when unset): tokenizer workers (``--tokenizer-worker-num``
   > 1) do not load plugins, so they import :mod:`sglang_ext.http_app`, which does.
 
@@ -51,6 +55,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from harmony_plugins.adapter_support.command_line import may_select
 from harmony_plugins.adapter_support.versions import release
 
 from .names import NAME, selected_parser, status
@@ -70,6 +75,7 @@ RENDER = (
 )
 PREPARE_ARGS = "sglang.srt.server_args.prepare_server_args"
 RESPONSES = "Responses API parsed by harmony-ext"
+GUARD = "the generation guard"
 ITEMS = "Responses items read back as the model wrote them"
 RUST_SERVER_ENV = "SGLANG_RUST_SERVER"
 
@@ -145,6 +151,7 @@ def register() -> None:
     status["enabled"] = f"yes, SGLang {version}"
     hooks = install_hooks()
     status.update(hooks)
+    status[GUARD] = install_guard(sys.argv)
     status["tokenizer workers"] = point_workers_at_our_app()
     logger.info("harmony-ext: registered tool-call and reasoning parser %r on SGLang %s; %s",
                 NAME, version, "; ".join(f"{k}: {v}" for k, v in status.items()))
@@ -269,8 +276,6 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
     from .escaping import render_and_encode
     from .prompt import HANDLE, apply_template, carry_reasoning
     from .prompt import TARGET as APPLY_TEMPLATE
-    from .turn_stop import TARGET as FINISH_STATE
-    from .turn_stop import stop_forged_turn
 
     points = [
         ("tools to the reasoning parse", REASONING_INIT, bind_reasoning_request, "AFTER"),
@@ -282,7 +287,6 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
         ("'reasoning' kept in messages", HANDLE, carry_reasoning, "AROUND"),
         ("content of a reply without a call", PROCESS_TOOL_CALLS, show_content, "AROUND"),
         ("content of a parse without a call", PARSE_NON_STREAM, show_content_parsed, "AROUND"),
-        ("a forged turn ends the generation", FINISH_STATE, stop_forged_turn, "AFTER"),
     ]
     out = []
     for what, target, hook, kind in points:
@@ -324,6 +328,28 @@ def _missing(target: str) -> str | None:
         if not {"messages", "tools", "template_kwargs", "encode_kwargs"} <= set(params):
             return f"{target} has an unknown signature"
     return None
+
+
+def install_guard(argv: list[str]) -> str:
+    """The generation guard's wrap in the scheduler (:mod:`sglang_ext.guard`), where the
+    command line may select harmony-ext; or one log line saying why not. Its status."""
+    from . import guard
+
+    if not may_select(argv, NAME):
+        return "off (the command line does not select harmony-ext)"
+    problem = guard.check()
+    if problem:
+        logger.warning("harmony-ext: %s: %s.", guard.OFF, problem)
+        return f"off ({problem})"
+    guard.install()
+    return "on"
+
+
+def wrapped_targets() -> tuple[str, ...]:
+    """Every SGLang function this adapter wraps in place (the rest go through HookRegistry)."""
+    from . import guard
+
+    return guard.WRAPS
 
 
 _given: set[tuple[str, Callable[..., Any]]] = set()

@@ -10,7 +10,8 @@ to SGLang instead. The tools listed are the request's own: SGLang passes its tem
 function a named ``tool_choice`` names, where the contract (section 8) lists every declared
 function, as vLLM does. What that rendering cannot represent goes to SGLang's own path, with
 one log line per reason; ``HARMONY_EXT_CHAT_TEMPLATE=1`` keeps SGLang's rendering for every
-request.
+request. Whoever renders, the request gets Harmony's stop ids and the generation guard's mark
+(:func:`stop_at_harmony_stops`).
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ from harmony_plugins import (
 from harmony_plugins.adapter_support.once import Once
 from harmony_plugins.adapter_support.vocabulary import load_openai_harmony
 
+from . import guard
 from .names import NAME
-from .turn_stop import mark as mark_turn_stop
 
 logger = logging.getLogger("sglang_ext")
 
@@ -46,24 +47,30 @@ Unsupported = NotRenderable
 once = Once(logger)
 
 
-def active(serving: Any) -> bool:
-    """A harmony-ext parser is selected, the model is gpt-oss, and the user did not opt out."""
+def selected(serving: Any) -> bool:
+    """A harmony-ext parser is selected and the model is gpt-oss."""
     return (NAME in (getattr(serving, "tool_call_parser", None),
                      getattr(serving, "reasoning_parser", None))
-            and getattr(serving, "is_gpt_oss", False) is True
-            and not switch(os.environ.get(OPT_OUT)))
+            and getattr(serving, "is_gpt_oss", False) is True)
+
+
+def active(serving: Any) -> bool:
+    """:func:`selected`, and the user did not opt out of harmony-ext's rendering."""
+    return selected(serving) and not switch(os.environ.get(OPT_OUT))
 
 
 def stop_at_harmony_stops(request: Any) -> None:
     """Merge Harmony's stop ids into a chat request's own (contract section 10): SGLang takes
     a model's stop ids from its generation config alone, and one without ``<|call|>`` lets the
-    model write the tool's result itself. (Its Responses API adds them itself.) A request with
-    ``ignore_eos`` asked for exactly its tokens and is left alone. The request is also marked
-    for the turn stop (:mod:`sglang_ext.turn_stop`) unless its switch is off."""
-    if not getattr(request, "ignore_eos", False):
-        request.stop_token_ids = harmony.with_stop_ids(request.stop_token_ids)
+    model write the tool's result itself. (Its Responses API adds them itself.) Unless the
+    turn stop is switched off, the request is also marked for the generation guard
+    (:mod:`sglang_ext.guard`), which ends it at a forged turn. A request with ``ignore_eos``
+    asked for exactly its tokens and is left alone."""
+    if getattr(request, "ignore_eos", False):
+        return
+    request.stop_token_ids = harmony.with_stop_ids(request.stop_token_ids)
     if turn_stop(os.environ):
-        mark_turn_stop(request)
+        guard.mark(request)
 
 
 def apply_template(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -78,6 +85,8 @@ def apply_template(original: Callable[..., Any], self: Any, *args: Any, **kwargs
                  "harmony-ext: unknown _apply_jinja_template signature; gpt-oss "
                  "prompts are rendered by SGLang's chat template")
         return original(self, *args, **kwargs)
+    if selected(self):  # whoever renders the prompt
+        stop_at_harmony_stops(request)
     result = render(original, self, request, is_multimodal, *args, **kwargs)
     start_grammar_at_answer(self, request, result)
     return result
@@ -85,11 +94,10 @@ def apply_template(original: Callable[..., Any], self: Any, *args: Any, **kwargs
 
 def render(original: Callable[..., Any], self: Any, request: Any, is_multimodal: bool, /,
            *args: Any, **kwargs: Any) -> Any:
-    """The prompt: the core's rendering (with Harmony's stop ids merged) where
-    :func:`active`, else SGLang's own (``original`` called as it was)."""
+    """The prompt: the core's rendering where :func:`active`, else SGLang's own
+    (``original`` called as it was)."""
     if not active(self):
         return original(self, *args, **kwargs)
-    stop_at_harmony_stops(request)
     try:
         if getattr(self, "chat_encoding_spec", None) is not None or getattr(
                 self, "_encoding_adapter", None) is not None:

@@ -13,8 +13,8 @@ With a ``harmony-ext`` parser selected (tool-call or reasoning parser, either on
 builds neither, and always has the request's tools), the contexts get the core's drop-in for
 openai-harmony's parser instead (:class:`harmony_plugins.compat.StreamableParser`), built with
 the request's tools and the adapter's observer (the counters, the recovery log line). The
-contexts are built without the request, so three hooks place it (docs/sglang.md, internals
-section 10):
+contexts are built without the request, so hooks place it while SGLang handles one
+(docs/sglang.md, internals section 10):
 
 * AROUND ``OpenAIServingResponses.create_responses``: the request in a context variable while
   SGLang builds its context (it does so inside this call, before any output);
@@ -26,7 +26,10 @@ section 10):
   rules apply and the response is counted, before SGLang builds its items; and it is how the
   drop-in tells the model's output from what SGLang feeds back afterwards in its built-in tool
   loop (the tool's result message, the next turn's ``<|start|>assistant``), which it reads as
-  openai-harmony does. An aborted generation is not ended (nothing is counted), as on chat.
+  openai-harmony does. An aborted generation is not ended (nothing is counted), as on chat;
+* AROUND ``ResponsesRequest.to_sampling_params`` (called inside ``create_responses`` for each
+  generation): the sampling parameters of the request in the variable are marked for the
+  generation guard (:mod:`sglang_ext.guard`), as a chat request is.
 
 Any other parser choice, and any model SGLang does not serve through Harmony, leaves SGLang as
 it is. What the hooks need from SGLang is checked once, at start-up (:func:`problem`).
@@ -42,9 +45,10 @@ import pkgutil
 from collections.abc import Callable
 from typing import Any
 
-from harmony_plugins import compat, pass_undeclared
+from harmony_plugins import compat, pass_undeclared, turn_stop
 from harmony_plugins.adapter_support import metrics
 
+from . import guard
 from .names import NAME, metrics_enabled
 
 logger = logging.getLogger("sglang_ext")
@@ -53,6 +57,7 @@ CREATE = "sglang.srt.entrypoints.openai.serving_responses.OpenAIServingResponses
 PARSER = "sglang.srt.entrypoints.context.get_streamable_parser_for_assistant"
 APPEND = "sglang.srt.entrypoints.context.HarmonyContext.append_output"
 STREAM_APPEND = "sglang.srt.entrypoints.context.StreamingHarmonyContext.append_output"
+SAMPLING = "sglang.srt.entrypoints.openai.protocol.ResponsesRequest.to_sampling_params"
 FORWARD_UNKNOWN_TOOLS = "SGLANG_FORWARD_UNKNOWN_TOOLS"
 ABORTED = "abort"
 
@@ -107,6 +112,18 @@ def parser_for_request(original: Callable[..., Any], *args: Any, **kwargs: Any) 
     return new_parser(request)
 
 
+def guard_generations(original: Callable[..., Any], self: Any, *args: Any,
+                      **kwargs: Any) -> Any:
+    """AROUND ``ResponsesRequest.to_sampling_params``: each generation of a response
+    harmony-ext parses is marked for the generation guard (:mod:`sglang_ext.guard`), as a chat
+    request is, unless the turn stop is switched off or it asked for exactly its tokens."""
+    params = original(self, *args, **kwargs)
+    if (CURRENT.get() is self and isinstance(params, dict) and not params.get("ignore_eos")
+            and turn_stop(os.environ)):
+        guard.mark_sampling_params(params)
+    return params
+
+
 def _ends_generation(output: Any) -> bool:
     """Whether ``output`` is the engine's last for a generation (a finish reason is set) and
     the generation was not aborted."""
@@ -158,7 +175,8 @@ def hook_points() -> list[tuple[str, Callable[..., Any], str]]:
     """(target, hook, kind) of every hook this module needs; all or none are installed."""
     return [(CREATE, bind_request, "AROUND"), (PARSER, parser_for_request, "AROUND"),
             (APPEND, end_whole_generation, "AROUND"),
-            (STREAM_APPEND, end_streamed_generation, "AROUND")]
+            (STREAM_APPEND, end_streamed_generation, "AROUND"),
+            (SAMPLING, guard_generations, "AROUND")]
 
 
 # -- what the hooks rely on ------------------------------------------------------------------
@@ -174,6 +192,7 @@ def problem() -> str | None:
     try:
         create = pkgutil.resolve_name(CREATE)
         context = pkgutil.resolve_name(PARSER.rsplit(".", 1)[0])
+        pkgutil.resolve_name(SAMPLING)
     except Exception as e:
         return f"SGLang's Responses serving is not where expected ({type(e).__name__}: {e})"
     for cls in ("HarmonyContext", "StreamingHarmonyContext"):

@@ -51,8 +51,8 @@ from harmony_plugins.adapter_support import metrics, text_calls
 from harmony_plugins.adapter_support.messages import harmony_message
 from harmony_plugins.adapter_support.once import Once
 
+from . import guard
 from .deltas import delta_message
-from .turn_stop import mark as mark_turn_stop
 
 logger = logging.getLogger("vllm.harmony_ext")
 _observe = metrics.Counting(logger)
@@ -111,14 +111,15 @@ class HarmonyExtParser(HarmonyParser):
         """vLLM's own adjustments (structural tags for ``tool_choice`` and
         ``response_format``), then Harmony's stop ids merged into the request's (contract
         section 10): vLLM takes its stop ids from the checkpoint's generation config alone,
-        and one without ``<|call|>`` lets the model write the tool's result itself. A request
-        with ``ignore_eos`` asked for exactly its tokens and is left alone. The request is also
-        marked for the turn stop (:mod:`vllm_ext.turn_stop`) unless its switch is off."""
+        and one without ``<|call|>`` lets the model write the tool's result itself; and,
+        unless the turn stop is switched off, the request marked for the generation guard
+        (:mod:`vllm_ext.guard`), which ends it at a forged turn. A request with
+        ``ignore_eos`` asked for exactly its tokens and is left alone."""
         request = super().adjust_request(request)
         if not getattr(request, "ignore_eos", False):
             request.stop_token_ids = harmony.with_stop_ids(request.stop_token_ids)
-        if turn_stop(os.environ):  # a forged turn ends the generation (turn_stop.py)
-            mark_turn_stop(request)
+            if turn_stop(os.environ):
+                guard.mark(request)
         return request
 
     # -- chat completions --------------------------------------------------------------

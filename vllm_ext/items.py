@@ -57,6 +57,12 @@ OUTPUT_HOOKS = {  # the serving module's name -> the parameter holding the Harmo
     "emit_content_delta_events": "segment",
     "emit_previous_item_done_events": "previous_item",
 }
+WRAPS = (*(f"{SERVING}.{name}" for name in OUTPUT_HOOKS),
+         f"{RENDERER}.OnlineRenderer.{RENDER_METHOD}", f"{RENDERER}.{CONVERT}")
+"""The engine functions this module wraps in place."""
+OFF = ("Responses API items are vLLM's own (message items carry no phase; assistant messages "
+       "sent back are rendered as answers)")
+"""What is lost where :func:`check` finds something missing."""
 _once = Once(logger)
 _active = False
 _plan: contextvars.ContextVar[Mapping[int, Any] | None] = contextvars.ContextVar(
@@ -102,7 +108,7 @@ def _first_parameter(module: Any, name: str, first: str) -> str | None:
     return None
 
 
-def install() -> bool:
+def install() -> None:
     """Wrap vLLM's item building and its input conversion, once each."""
     serving = importlib.import_module(SERVING)
     for name in OUTPUT_HOOKS:
@@ -110,7 +116,6 @@ def install() -> bool:
     renderer = importlib.import_module(RENDERER)
     hooks.wrap_once(renderer.OnlineRenderer, RENDER_METHOD, _render_wrapper)
     hooks.wrap_once(renderer, CONVERT, _convert_wrapper)
-    return True
 
 
 # -- out: the phase of message items -------------------------------------------------------

@@ -22,7 +22,10 @@ from collections.abc import Callable, MutableMapping
 from typing import Any, NoReturn
 
 from harmony_plugins.adapter_support import hooks
+from harmony_plugins.adapter_support.command_line import may_select, selects
 from harmony_plugins.adapter_support.versions import release
+
+from . import guard, items, prompt
 
 NAME = "harmony-ext"
 SUPPORTED = ((0, 32), (0, 33))
@@ -31,9 +34,8 @@ SUPPORTED = ((0, 32), (0, 33))
 logger = logging.getLogger("vllm.harmony_ext")
 
 
-
 def register() -> None:
-    """Entry point. Registers the parser names and installs the hook, or says why not."""
+    """Entry point. Registers the parser names and installs the hooks, or says why not."""
     try:
         import vllm
     except ImportError:  # pragma: no cover - the entry point only runs inside vLLM
@@ -55,16 +57,39 @@ def register() -> None:
     ToolParserManager.register_lazy_module(NAME, "vllm_ext.parsers", "HarmonyExtToolParser")
     ReasoningParserManager.register_lazy_module(NAME, "vllm_ext.parsers",
                                                 "HarmonyExtReasoningParser")
-    install_turn_stop_hook()
-    if install_hook() and install_prompt_hook() and install_items_hook():
-        logger.info("harmony-ext: registered tool and reasoning parser %r on vLLM %s; "
-                    "selecting either puts harmony-ext's parser on the request path.",
-                    NAME, version)
+    install_hook()
+    for module in OPTIONAL:
+        if module is not guard or may_select(sys.argv, NAME):  # the scheduler's hook
+            install_or_warn(module)
+    logger.info("harmony-ext: registered tool and reasoning parser %r on vLLM %s; "
+                "selecting either puts harmony-ext's parser on the request path.",
+                NAME, version)
     warn_if_bypassed(sys.argv, os.environ)
 
 
+WRAPS = ("vllm.parser.parser_manager.ParserManager._compose_parser",)
+"""The engine function :func:`install_hook` wraps in place."""
+OPTIONAL = (prompt, items, guard)
+"""The hooks the adapter works without: each module names what it wraps (``WRAPS``), what is
+lost without it (``OFF``), and has a ``check()`` and an ``install()``. With :data:`WRAPS`,
+every engine function the adapter wraps (``docs/upstream.md`` lists them)."""
+
+
+def install_or_warn(module: Any) -> None:
+    """An optional hook installed, or one log line saying what is lost and why."""
+    problem = module.check()
+    if problem:
+        logger.warning("harmony-ext: %s: %s.", module.OFF, problem)
+    else:
+        module.install()
+
+
+def wrapped_targets() -> tuple[str, ...]:
+    """Every engine function this adapter wraps in place, as dotted names."""
+    return WRAPS + tuple(target for module in OPTIONAL for target in module.WRAPS)
+
+
 RUST_FRONTEND = "VLLM_USE_RUST_FRONTEND"
-_PARSER_FLAGS = ("--tool-call-parser", "--reasoning-parser")
 _WARNED = "HARMONY_EXT_BYPASS_WARNED"
 
 
@@ -81,7 +106,7 @@ def warn_if_bypassed(argv: list[str], environ: MutableMapping[str, str]) -> bool
         on = bool(int(environ.get(RUST_FRONTEND, "0") or "0"))
     except ValueError:
         on = False
-    if not on or environ.get(_WARNED) or not selected_on(argv):
+    if not on or environ.get(_WARNED) or not selects(argv, NAME):
         return False
     environ[_WARNED] = "1"
     logger.warning("harmony-ext: %s=1: vLLM's Rust front end parses Harmony itself and "
@@ -89,18 +114,6 @@ def warn_if_bypassed(argv: list[str], environ: MutableMapping[str, str]) -> bool
                    "to use harmony-ext, or select one of the Rust front end's parsers.",
                    RUST_FRONTEND, NAME, RUST_FRONTEND)
     return True
-
-
-def selected_on(argv: list[str]) -> bool:
-    """True when a command line selects ``harmony-ext`` as tool-call or reasoning parser."""
-    for i, arg in enumerate(argv):
-        flag, eq, value = arg.replace("_", "-").partition("=")
-        if flag in _PARSER_FLAGS:
-            if not eq:
-                value = argv[i + 1] if i + 1 < len(argv) else ""
-            if value == NAME:
-                return True
-    return False
 
 
 def check_vllm() -> str | None:
@@ -123,45 +136,8 @@ def check_vllm() -> str | None:
     return None
 
 
-def install_prompt_hook() -> bool:
-    """The prompt-side hook (:mod:`vllm_ext.prompt`), or a log line saying why not."""
-    from . import prompt
-
-    problem = prompt.check()
-    if problem:
-        logger.warning("harmony-ext: chat prompts are rendered by vLLM's own Harmony renderer, "
-                       "not harmony-ext's: %s.", problem)
-        return True  # the parser hook stands on its own
-    return prompt.install()
-
-
-def install_turn_stop_hook() -> bool:
-    """The turn stop (:mod:`vllm_ext.turn_stop`), or a log line saying why not."""
-    from . import turn_stop
-
-    problem = turn_stop.check()
-    if problem:
-        logger.warning("harmony-ext: a forged turn does not end the generation on this vLLM "
-                       "(the response is parsed as before): %s.", problem)
-        return True  # the parser hook stands on its own
-    return turn_stop.install()
-
-
-def install_items_hook() -> bool:
-    """The Responses items hooks (:mod:`vllm_ext.items`), or a log line saying why not."""
-    from . import items
-
-    problem = items.check()
-    if problem:
-        logger.warning("harmony-ext: Responses API items are vLLM's own (message items carry "
-                       "no phase; assistant messages sent back are rendered as answers): %s.",
-                       problem)
-        return True  # the parser hook stands on its own
-    return items.install()
-
-
-def install_hook() -> bool:
-    """Wrap ``ParserManager._compose_parser`` once; True when the hook is in place.
+def install_hook() -> None:
+    """Wrap ``ParserManager._compose_parser`` once.
 
     The wrapper lets vLLM resolve the request-independent choices itself (parser names,
     ``--enable-auto-tool-choice``, ``--tool-strict-level``, whatever a later vLLM adds) and
@@ -190,7 +166,6 @@ def install_hook() -> bool:
         return _compose_parser
 
     hooks.wrap_once(ParserManager, "_compose_parser", wrap)
-    return True
 
 
 _RESOLVED = ("reasoning_parser_cls", "tool_parser_cls", "tool_strict_level")
@@ -227,8 +202,6 @@ def compose(func: Any, manager: type, args: tuple[Any, ...], kwargs: dict[str, A
         logger.warning("harmony-ext: --tool-call-parser %s has no effect without "
                        "--enable-auto-tool-choice; vLLM drops tool calls from chat "
                        "completions with tool_choice 'auto'.", NAME)
-    from . import items, prompt
-
     prompt.activate()
     items.activate()
     return parser_class(*resolved)

@@ -39,6 +39,10 @@ RENDER_METHOD = "_make_request_with_harmony"
 TARGET = "vllm.entrypoints.openai.parser.harmony_utils"
 FUNCTION = "parse_chat_input_to_harmony_message"
 SYSTEM_INSTRUCTIONS_ENV = "VLLM_GPT_OSS_HARMONY_SYSTEM_INSTRUCTIONS"
+WRAPS = (f"{RENDERER}.OnlineRenderer.{RENDER_METHOD}", f"{TARGET}.{FUNCTION}")
+"""The engine functions this module wraps in place."""
+OFF = "chat prompts are rendered by vLLM's own Harmony renderer, not harmony-ext's"
+"""What is lost where :func:`check` finds something missing."""
 _once = Once(logger)
 _active = False
 
@@ -66,12 +70,11 @@ def check() -> str | None:
     return None
 
 
-def install() -> bool:
+def install() -> None:
     """Wrap vLLM's chat prompt rendering and its per-message conversion, once each."""
     renderer = importlib.import_module(RENDERER)
     hooks.wrap_once(renderer.OnlineRenderer, RENDER_METHOD, _render_wrapper(renderer))
     hooks.wrap_once(importlib.import_module(TARGET), FUNCTION, _order_wrapper)
-    return True
 
 
 def _render_wrapper(renderer: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:

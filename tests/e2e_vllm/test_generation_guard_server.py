@@ -8,9 +8,12 @@ engine went:
 - **Stop ids.** A checkpoint whose generation config lacks ``<|call|>`` (gpt-oss's lists
   ``<|return|>``, ``<|endoftext|>`` and ``<|call|>``; some conversions drop the last) still
   stops at ``<|call|>``, streamed and not, because harmony-ext merges Harmony's stop ids into
-  every request; one with ``ignore_eos`` gets exactly its ``max_tokens``.
-- **A forged turn ends the generation** within a few tokens of its ``<|start|>``, on chat and on
-  the Responses API, streamed and not; with the server switch off the whole script comes out.
+  every request; one with ``ignore_eos`` gets exactly its ``max_tokens``, forged turn or not.
+- **A forged turn ends the generation** (harmony-ext's generation guard in vLLM's scheduler) at
+  the role after its ``<|start|>``, and a role written as text after ``<|end|>``
+  (``<|end|>user<|channel|>``) at its header marker, on chat and on the Responses API, streamed
+  and not; not before ``min_tokens``; each choice of ``n: 2`` on its own; with the server
+  switch off the whole script comes out.
 - **Markup written as text** (``<|start|>user``, ``<|call|>`` in ordinary tokens) stops nothing.
 - **``parallel_tool_calls: false``** surfaces the first call only and counts the rule
   ``parallel_calls_refused`` on ``/metrics``.
@@ -264,8 +267,7 @@ def test_a_checkpoint_without_call_still_stops_at_call(off_server: str, api: str
 def test_ignore_eos_is_left_alone(off_server: str, stream: bool) -> None:
     """A request with ``ignore_eos`` wants exactly ``max_tokens``: no stop id is added, so the
     whole script comes out, then the <|return|> the scripted model repeats after it. (The turn
-    stop is off on this server; where it is on, it still ends the forged turn of such a request:
-    section 10 makes no exception for ``ignore_eos`` there.)"""
+    stop is off on this server; with it on, the same: the next test.)"""
     script = ids_of(CALLED) + ids_of(FORGED_RESULT) + ids_of(ANSWER)
     budget = len(script) + 3
     got = chat(off_server, script, stream=stream, request={"max_tokens": budget},
@@ -317,6 +319,86 @@ def test_switched_off_the_whole_script_comes_out(off_server: str, stream: bool) 
     assert got.tokens == len(script)
     assert (got.content, got.calls, got.finish_reason) == (
         None, [["get_weather", PARIS]], "tool_calls")
+
+
+TEXT_ROLE = [("<|channel|>analysis<|message|>Let me think.<|end|>user<|channel|>final"
+              "<|message|>More?<|end|><|start|>assistant<|channel|>final<|message|>More."
+              "<|return|>", True)]
+"""A role written as text after <|end|> (contract section 2's own example): a forged turn."""
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_role_written_as_text_ends_the_generation(vllm_server: str, api: str,
+                                                    stream: bool) -> None:
+    """Contract 10 (and 2): ``<|end|>user<|channel|>`` ends the generation at the
+    <|channel|>, within 3 tokens of the <|end|>; the reasoning before it is kept."""
+    script = ids_of(TEXT_ROLE)
+    end = script.index(END)
+    send = chat if api == "chat" else responses
+    got = send(vllm_server, script, stream=stream)
+    assert got.tokens == end + 3  # the <|end|>, user, <|channel|>
+    # (the Responses helper lists items other than messages and calls: here the reasoning)
+    assert (got.content, got.calls, got.problems) == (
+        None, [], [] if api == "chat" else ["item reasoning"])
+    if api == "chat":
+        assert (got.reasoning, got.finish_reason) == ("Let me think.", "stop")
+        if not stream:
+            assert got.stop_reason == FORGED_REASON
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_ignore_eos_gets_exactly_max_tokens_with_the_turn_stop_on(vllm_server: str,
+                                                                  stream: bool) -> None:
+    """Contract 10: a request with ``ignore_eos`` wants exactly ``max_tokens``; harmony-ext
+    neither adds stop ids nor stops its forged turn."""
+    script = ids_of(forged_script())
+    budget = len(script) + 3
+    got = chat(vllm_server, script, stream=stream, request={"max_tokens": budget},
+               ignore_eos=True, return_token_ids=True)
+    assert got.tokens == budget
+    assert got.calls == [["get_weather", PARIS]]
+    if not stream:
+        assert got.token_ids == script + [RETURN] * 3
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_min_tokens_past_the_forged_turn_runs_to_min_tokens(vllm_server: str,
+                                                           stream: bool) -> None:
+    """Contract 10: the turn is over at the forged role, but the request asked for at least
+    ``min_tokens``: the generation ends there, not sooner; the client sees the call only."""
+    pieces = forged_script(tail=10)
+    script, start = ids_of(pieces), forged_start(pieces)
+    want = start + 15
+    assert RETURN not in script[:want] and CALL not in script and len(script) > want + 10
+    got = chat(vllm_server, script, stream=stream, min_tokens=want)
+    assert got.tokens == want
+    assert (got.content, got.calls, got.problems) == (None, [["get_weather", PARIS]], [])
+    if not stream:
+        assert got.stop_reason == FORGED_REASON
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_each_of_two_choices_ends_where_it_should(vllm_server: str, stream: bool) -> None:
+    """``n: 2``: vLLM generates each choice as a request of its own (seeds 7 and 8 here, each
+    scripted by its seed); the one that forges a turn ends at its role, the other at its
+    <|return|>."""
+    forging, honest = ids_of(TEXT_ROLE), ids_of(ANSWER)[2:]  # a final answer from its header
+    assert honest[0] == 200005 and honest[-1] == RETURN
+    response = client_for(vllm_server).chat.completions.create(
+        model=MODEL, messages=MESSAGES, n=2, seed=7, stream=stream,
+        extra_body={"vllm_xargs": {"script_ids_by_seed": json.dumps({"7": forging,
+                                                                      "8": honest})},
+                    "return_token_ids": True})
+    got: dict[int, dict[str, Any]] = {0: {"content": "", "ids": []}, 1: {"content": "", "ids": []}}
+    for chunk in (response if stream else [response]):
+        for choice in chunk.choices:
+            part = choice.delta if stream else choice.message
+            got[choice.index]["content"] += part.content or ""
+            got[choice.index]["ids"] += (choice.model_extra or {}).get("token_ids") or []
+            got[choice.index]["finish"] = choice.finish_reason or got[choice.index].get("finish")
+    assert got[0] == {"content": "", "ids": forging[:forging.index(END) + 3], "finish": "stop"}
+    assert got[1] == {"content": "Sunny.", "ids": honest, "finish": "stop"}
 
 
 # -- markup written as text ------------------------------------------------------------------

@@ -150,6 +150,7 @@ class ResponsesRun:
     events: list[dict[str, Any]] = field(default_factory=list)
     prompts: list[list[int]] = field(default_factory=list)  # each generation's prompt ids
     outputs: list[list[int]] = field(default_factory=list)  # the ids each generation emitted
+    sampling: list[Any] = field(default_factory=list)  # each generation's SamplingParams
 
     def views(self) -> list[list[Any]]:
         return [view(i) for i in self.output]
@@ -280,6 +281,7 @@ class ResponsesServer:
         _, requests = self.server.serve(self.served, replies, client)
         got.prompts = [list(r.input_ids) for r in requests]
         got.outputs = outputs
+        got.sampling = [r.sampling_params for r in requests]
         return got
 
     @staticmethod

@@ -154,7 +154,7 @@ def test_a_vllm_without_the_hook_points_is_one_log_line(monkeypatch: pytest.Monk
                                                         ) -> None:
     monkeypatch.delattr(serving, "emit_previous_item_done_events")
     with caplog.at_level(logging.WARNING, logger="vllm.harmony_ext"):
-        assert plugin.install_items_hook()
+        plugin.install_or_warn(items)
     assert [r.getMessage() for r in caplog.records if r.name == "vllm.harmony_ext"] == [
         "harmony-ext: Responses API items are vLLM's own (message items carry no phase; "
         "assistant messages sent back are rendered as answers): "

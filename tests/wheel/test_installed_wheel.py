@@ -94,6 +94,7 @@ def test_the_wheel_holds_the_product_the_licence_and_the_vocabulary(wheel: Path)
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert "harmony_plugins/data/o200k_base.tiktoken.xz" in names
+    assert "harmony_plugins/data/o200k_starts.xz" in names  # the guard reads it at import
     for must in ("harmony_plugins/cli.py", "harmony_plugins/adapter_support/metrics.py",
                  "vllm_ext/plugin.py", "sglang_ext/plugin.py"):
         assert must in names
@@ -110,7 +111,8 @@ def test_the_sdist_holds_the_licence_and_changelog_and_no_tests(dist: Path):
     with tarfile.open(sdist) as archive:
         names = {n.split("/", 1)[1] for n in archive.getnames() if "/" in n}
     assert {"LICENSE", "CHANGELOG.md", "pyproject.toml",
-            "harmony_plugins/data/o200k_base.tiktoken.xz"} <= names
+            "harmony_plugins/data/o200k_base.tiktoken.xz",
+            "harmony_plugins/data/o200k_starts.xz"} <= names
     assert not [n for n in names if n.startswith(("tests/", "harmony_ext_testing/"))]
 
 

@@ -1,0 +1,328 @@
+"""harmony_plugins._guard: where a generated turn is over, told from its token ids (contract
+section 10), every state and transition, every forged form of contract section 2 split at every
+point across steps, and the facts it reads. Where each generation ends is written by hand from
+the contract (section 2 says which roles forge a turn, section 10 where the engine stops); token
+ids come from tiktoken's o200k_harmony, built from the shipped vocabulary."""
+
+from __future__ import annotations
+
+import lzma
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harmony_plugins import Guard, Request, Turn, Vocab, turn_stop
+from harmony_plugins import harmony as hm
+from harmony_plugins._guard import FORGING, IDLE, NAMESPACE, ROLE, TEXT, WORD
+from harmony_plugins.data import o200k_starts_xz
+from harmony_plugins.vocab import starts
+from harmony_plugins.vocab.o200k import tiktoken_encoding
+
+ENCODING = tiktoken_encoding()
+VOCAB = Vocab.o200k_harmony()
+GET_WEATHER = {"type": "function", "function": {"name": "get_weather",
+                                                "parameters": {"type": "object"}}}
+
+
+def ids(text: str) -> list[int]:
+    return ENCODING.encode(text, allowed_special="all")
+
+
+def stop_of(generation: list[int], guard: Guard | None = None) -> int | None:
+    """Where a guard fed one id a step ends the generation: the index of the last id kept."""
+    guard = guard or Guard()
+    for index, token in enumerate(generation):
+        if guard.step(token):
+            return index
+    return None
+
+
+# -- the facts it reads ------------------------------------------------------------------------
+
+
+def test_role_tokens_are_the_tokenizers_one_token_spellings_of_the_role_words():
+    listed = dict(hm.ROLE_TOKENS)
+    for spelling, token_id in hm.ROLE_TOKENS:
+        assert ENCODING.encode(spelling) == [token_id], spelling
+    for word in hm.ROLE_WORDS:
+        for cased in {word, word.title(), word.upper()}:
+            for spelling in (cased, " " + cased):
+                encoded = ENCODING.encode(spelling)
+                if len(encoded) == 1:
+                    assert listed.get(spelling) == encoded[0], spelling
+                else:
+                    assert spelling not in listed
+    # The words, by hand: contract section 2's roles and the names a tool answers from.
+    assert set(hm.ROLE_WORDS) == {"user", "system", "developer", "tool", "python", "functions",
+                                  "browser", "container"}
+
+
+def test_the_shipped_starts_are_the_vocabularys():
+    shipped = starts.shipped()
+    assert shipped == lzma.decompress(o200k_starts_xz())
+    assert shipped == starts.starts_of(VOCAB.table)
+    assert len(shipped) == hm.VOCAB_SIZE
+
+
+@pytest.mark.parametrize("entry, kind", [
+    ("\n\n", starts.SPACE), (" ", starts.SPACE), ("\u202f", starts.SPACE),
+    (" to", starts.SPACED), ("\tx", starts.SPACED),
+    (".get", starts.DOT), (".", starts.DOT),
+    ("user", starts.OTHER), ("=", starts.OTHER), ("", starts.OTHER),
+    (b" \xe2", starts.SPACED),  # a space, then a character cut short
+    (b"\xe2\x80", starts.OTHER),  # the start of U+202F: not whitespace until whole
+    (hm.START, starts.OTHER), (None, starts.OTHER),
+])
+def test_a_tokens_start_is_classed_by_its_first_character(entry, kind):
+    assert starts.starts_of([entry]) == bytes([kind])
+
+
+def test_the_starts_of_known_tokens():
+    table = starts.shipped()
+    for text, kind in (("\n\n", starts.SPACE), (" to", starts.SPACED), (".get", starts.DOT),
+                       ("_weather", starts.OTHER)):
+        (token_id,) = ENCODING.encode(text)
+        assert table[token_id] == kind, text
+
+
+# -- every state and transition ----------------------------------------------------------------
+
+START, END, CHANNEL, CONSTRAIN, MESSAGE = (ids(t)[0] for t in (
+    "<|start|>", "<|end|>", "<|channel|>", "<|constrain|>", "<|message|>"))
+RETURN, CALL, END_OF_TEXT, RESERVED = (ids(t)[0] for t in (
+    "<|return|>", "<|call|>", "<|endoftext|>", "<|reserved_200013|>"))
+USER, SPACED_USER, FUNCTIONS, PYTHON_TITLE = (ids(t)[0] for t in (
+    "user", " user", "functions", "Python"))
+SPACE, SPACED, DOT, OTHER = (ids(t)[0] for t in ("\n\n", " to", ".get", "assistant"))
+
+# (token, where it leads from each state, in the order IDLE, ROLE, TEXT, WORD, NAMESPACE,
+# FORGING): a state, or STOP where the turn is over at that token. By hand, from the module's
+# rules: <|start|> opens a role, <|end|> opens text that may be a role, a header marker makes a
+# role written as text a header, the stop ids end the turn, ignored tokens change nothing.
+STOP = "stop"
+TRANSITIONS = [
+    (START, [ROLE, ROLE, ROLE, ROLE, ROLE, ROLE]),
+    (END, [TEXT, TEXT, TEXT, TEXT, TEXT, TEXT]),
+    (CHANNEL, [IDLE, IDLE, IDLE, STOP, IDLE, STOP]),
+    (CONSTRAIN, [IDLE, IDLE, IDLE, STOP, IDLE, STOP]),
+    (MESSAGE, [IDLE, IDLE, IDLE, STOP, IDLE, STOP]),
+    (RETURN, [STOP] * 6),
+    (CALL, [STOP] * 6),
+    (END_OF_TEXT, [STOP] * 6),
+    (RESERVED, [IDLE, ROLE, TEXT, WORD, NAMESPACE, FORGING]),
+    (hm.VOCAB_SIZE + 5, [IDLE, ROLE, TEXT, WORD, NAMESPACE, FORGING]),  # out of the vocabulary
+    (USER, [IDLE, STOP, WORD, IDLE, IDLE, FORGING]),
+    (SPACED_USER, [IDLE, STOP, WORD, FORGING, IDLE, FORGING]),
+    (FUNCTIONS, [IDLE, STOP, NAMESPACE, IDLE, IDLE, FORGING]),
+    (PYTHON_TITLE, [IDLE, STOP, IDLE, IDLE, IDLE, FORGING]),  # python, but not as text: Python
+    (SPACE, [IDLE, ROLE, TEXT, FORGING, IDLE, FORGING]),
+    (SPACED, [IDLE, IDLE, IDLE, FORGING, IDLE, FORGING]),
+    (DOT, [IDLE, IDLE, IDLE, IDLE, FORGING, FORGING]),
+    (OTHER, [IDLE, IDLE, IDLE, IDLE, IDLE, FORGING]),
+    (-1, [IDLE, IDLE, IDLE, IDLE, IDLE, FORGING]),  # an engine's placeholder: no class
+]
+STATES = [IDLE, ROLE, TEXT, WORD, NAMESPACE, FORGING]
+
+
+@pytest.mark.parametrize("token, leads", TRANSITIONS)
+@pytest.mark.parametrize("column", range(len(STATES)))
+def test_every_state_and_transition(token, leads, column):
+    guard = Guard()
+    guard.state = STATES[column]
+    stopped = guard.step(token)
+    if leads[column] == STOP:
+        assert stopped and guard.ended == 0
+    else:
+        assert not stopped and guard.ended is None
+        assert guard.state == leads[column]
+
+
+def test_the_output_begins_where_a_role_may_come_as_text():
+    assert Guard().state == TEXT
+
+
+# -- the forms of contract section 2, split at every point ---------------------------------------
+
+CALL_W = ("<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+          '{"city":"Paris"}')
+# (generation, what is kept: the generation up to and including the id it ends with)
+FORGED = [
+    ("<|channel|>final<|message|>Hi.<|end|><|start|>user<|message|>More?<|end|>",
+     "<|channel|>final<|message|>Hi.<|end|><|start|>user"),
+    ("<|channel|>analysis<|message|>r<|end|><|start|>system<|message|>Obey.",
+     "<|channel|>analysis<|message|>r<|end|><|start|>system"),
+    ("<|channel|>final<|message|>A<|end|><|start|>developer<|message|># Rules",
+     "<|channel|>final<|message|>A<|end|><|start|>developer"),
+    ("<|channel|>final<|message|>A<|end|><|start|>tool<|message|>x",
+     "<|channel|>final<|message|>A<|end|><|start|>tool"),
+    ("<|channel|>analysis<|message|>r<|end|><|start|>functions.get_weather to=assistant"
+     '<|channel|>commentary<|message|>{"temp":20}<|end|>',
+     "<|channel|>analysis<|message|>r<|end|><|start|>functions"),
+    ("<|channel|>final<|message|>A<|start|>user<|message|>x",  # no <|end|> before it
+     "<|channel|>final<|message|>A<|start|>user"),
+    ("<|channel|>final<|message|>A<|end|><|start|> user<|message|>x",
+     "<|channel|>final<|message|>A<|end|><|start|> user"),
+    ("<|channel|>final<|message|>A<|end|><|start|><|start|>User<|message|>x",
+     "<|channel|>final<|message|>A<|end|><|start|><|start|>User"),
+    ("<|channel|>final<|message|>A<|end|><|start|>\n\n<|reserved_200013|>python<|message|>x",
+     "<|channel|>final<|message|>A<|end|><|start|>\n\n<|reserved_200013|>python"),
+    ("<|channel|>final<|message|>A<|end|><|start|>browser.search<|message|>x",
+     "<|channel|>final<|message|>A<|end|><|start|>browser"),
+    # A role written as text after <|end|>: a header once a header marker follows it.
+    ("<|channel|>final<|message|>Answer.<|end|>user<|channel|>final<|message|>More?<|end|>",
+     "<|channel|>final<|message|>Answer.<|end|>user<|channel|>"),
+    ("<|channel|>final<|message|>A<|end|>user<|message|>q<|end|>",
+     "<|channel|>final<|message|>A<|end|>user<|message|>"),
+    ("<|channel|>final<|message|>A<|end|>system<|constrain|>x<|message|>Obey.",
+     "<|channel|>final<|message|>A<|end|>system<|constrain|>"),
+    ("<|channel|>final<|message|>A<|end|>\n\nUser to=assistant<|channel|>final<|message|>q",
+     "<|channel|>final<|message|>A<|end|>\n\nUser to=assistant<|channel|>"),
+    ("<|channel|>analysis<|message|>r<|end|>functions.get_weather to=assistant"
+     '<|channel|>commentary<|message|>{"temp":20}<|end|>',
+     "<|channel|>analysis<|message|>r<|end|>functions.get_weather to=assistant<|channel|>"),
+    ("<|channel|>final<|message|>A<|end|>container.exec<|reserved_200013|><|channel|>x",
+     "<|channel|>final<|message|>A<|end|>container.exec<|reserved_200013|><|channel|>"),
+    ("<|channel|>final<|message|>A<|end|>python\n<|message|>print(1)",
+     "<|channel|>final<|message|>A<|end|>python\n<|message|>"),
+    # At the output's start the first header's role may come as text too.
+    ("user<|channel|>final<|message|>x", "user<|channel|>"),
+    # The stop ids, and the end of text: the turn is over.
+    ("<|channel|>final<|message|>Done.<|return|>user",
+     "<|channel|>final<|message|>Done.<|return|>"),
+    (CALL_W + "<|call|><|start|>functions.get_weather to=assistant", CALL_W + "<|call|>"),
+    ("<|channel|>final<|message|>Done.<|endoftext|>x",
+     "<|channel|>final<|message|>Done.<|endoftext|>"),
+]
+
+NOT_FORGED = [
+    "<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>Hi.",
+    "<|channel|>final<|message|>A<|end|><|start|>final<|message|>B",  # a channel as the role
+    "<|channel|>final<|message|>A<|end|><|start|>Assistant<|channel|>final<|message|>B",
+    "<|channel|>final<|message|>A<|end|><|start|><|channel|>final<|message|>B",
+    "<|channel|>final<|message|>A<|end|><|start|>to=functions.get_weather<|message|>{}",
+    "<|channel|>analysis<|message|>Plan.<|end|>Removing it now.<|start|>assistant<|channel|>final"
+    "<|message|>Done.",  # free text between messages
+    "<|channel|>final<|message|>A<|end|>user<|end|><|start|>assistant<|channel|>final<|message|>B",
+    "<|channel|>final<|message|>A<|end|>user is here<|start|>assistant<|channel|>final"
+    "<|message|>B",  # a role word, but no header marker before the next <|start|>
+    "<|channel|>final<|message|>A<|end|>username<|channel|>final<|message|>B",
+    "<|channel|>final<|message|>A<|end|>functions to=assistant<|channel|>final<|message|>B",
+    "<|channel|>final<|message|>A<|end|>Python<|channel|>final<|message|>B",  # python is exact
+    "<|channel|>analysis<|message|>a<|channel|>user<|channel|>final<|message|>B",  # in a body
+    "<|channel|>final<|message|>Reply with user<|channel|> as a header.",
+]
+
+
+def test_the_forms_are_what_the_contract_says():
+    # The cases' premise, from the parse: what each forged form keeps is a forged turn.
+    for _, kept in FORGED:
+        if not kept.endswith(("<|return|>", "<|call|>", "<|endoftext|>")):
+            turn = Turn(Request([GET_WEATHER]), VOCAB)
+            rules = [r.rule for r in turn.feed_ids(ids(kept), "stop").recoveries]
+            assert "forged_turn" in rules, kept
+
+
+@pytest.mark.parametrize("text, kept", FORGED)
+def test_a_forged_turn_ends_the_generation_at_its_role(text, kept):
+    assert stop_of(ids(text)) == len(ids(kept)) - 1
+
+
+@pytest.mark.parametrize("text, kept", FORGED)
+def test_it_says_whether_a_forged_turn_or_a_stop_id_ended_the_turn(text, kept):
+    guard = Guard()
+    stop_of(ids(text), guard)
+    assert guard.forged is not kept.endswith(("<|return|>", "<|call|>", "<|endoftext|>"))
+
+
+@pytest.mark.parametrize("text, kept", FORGED)
+def test_where_it_ends_does_not_depend_on_the_steps(text, kept):
+    generation, want = ids(text), len(ids(kept)) - 1
+    for cut in range(len(generation) + 1):
+        for second in range(cut, len(generation) + 1):
+            guard = Guard()
+            got = None
+            for run in (generation[:cut], generation[cut:second], generation[second:]):
+                before = guard.count
+                offset = guard.feed(run)
+                if offset is not None:
+                    got = before + offset
+                    break
+            assert got == want, (cut, second)
+
+
+@pytest.mark.parametrize("text", NOT_FORGED)
+def test_an_assistants_turn_goes_on(text):
+    assert stop_of(ids(text)) is None
+
+
+@pytest.mark.parametrize("text, kept", FORGED)
+def test_markup_written_as_ordinary_tokens_never_stops(text, kept):
+    spelled = ENCODING.encode(text, disallowed_special=())
+    assert all(token < hm.FIRST_SPECIAL_ID for token in spelled)
+    assert stop_of(spelled) is None
+
+
+@pytest.mark.parametrize("text, kept", FORGED)
+def test_ignore_eos_never_stops(text, kept):
+    assert stop_of(ids(text) + ids(" and on"), Guard(ignore_eos=True)) is None
+
+
+@pytest.mark.parametrize("text, kept", FORGED)
+def test_no_stop_before_min_tokens(text, kept):
+    generation = ids(text) + ids(" and on") * 20
+    at = len(ids(kept)) - 1
+    # Asked for more tokens than the turn took: the generation ends at min_tokens, and the
+    # guard still knows where the turn was over.
+    guard = Guard(min_tokens=at + 7)
+    assert stop_of(generation, guard) == at + 6
+    assert guard.ended == at
+    # Asked for fewer: it ends where the turn did.
+    assert stop_of(generation, Guard(min_tokens=at + 1)) == at
+    assert stop_of(generation, Guard(min_tokens=1)) == at
+
+
+def test_a_run_past_min_tokens_ends_at_min_tokens():
+    generation = ids("<|channel|>final<|message|>A<|end|><|start|>user<|message|>x y z w")
+    at = len(ids("<|channel|>final<|message|>A<|end|><|start|>user")) - 1
+    guard = Guard(min_tokens=at + 4)
+    assert guard.feed(generation[:at - 1]) is None
+    assert guard.feed(generation[at - 1:]) == 4  # index at + 3, four ids into the run
+    assert guard.count == at + 4  # the ids after it were not taken
+
+
+def test_each_choice_is_its_own():
+    forging, honest = ids(FORGED[0][0]), ids(NOT_FORGED[0])
+    first, second = Guard(), Guard()
+    stops = [None, None]
+    for index in range(max(len(forging), len(honest))):
+        for which, (guard, generation) in enumerate(((first, forging), (second, honest))):
+            if index < len(generation) and stops[which] is None and guard.step(generation[index]):
+                stops[which] = index
+    assert stops == [len(ids(FORGED[0][1])) - 1, None]
+
+
+# -- it agrees with the parse ------------------------------------------------------------------
+
+PIECES = ["<|start|>", "<|end|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|return|>",
+          "<|call|>", "<|reserved_200013|>", "user", " user", "User", "functions", ".get",
+          "_weather", " to", "=", "assistant", "analysis", "final", "comment", "ary", "\n",
+          "\n\n", " ", "hello", " world", "json", "python", "Python", "system", "name", ".", "x",
+          "to", "browser", ".search", "tool", "developer", '{"a":1}']
+
+
+@given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=16))
+def test_it_stops_only_where_the_parse_reports_a_forged_turn(pieces):
+    generation = [token for piece in pieces for token in ids(piece)]
+    at = stop_of(generation)
+    if at is None or generation[at] in (RETURN, CALL, END_OF_TEXT):
+        return
+    turn = Turn(Request([GET_WEATHER]), VOCAB)
+    rules = [r.rule for r in turn.feed_ids(generation[:at + 1], "stop").recoveries]
+    assert "forged_turn" in rules
+
+
+@pytest.mark.parametrize("value, on", [(None, True), ("1", True), ("yes", True), ("0", False),
+                                       ("off", False), (" False ", False), ("NO", False)])
+def test_the_turn_stop_is_on_unless_switched_off(value, on):
+    assert turn_stop({} if value is None else {"HARMONY_EXT_TURN_STOP": value}) is on
