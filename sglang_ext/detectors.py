@@ -39,7 +39,6 @@ from sglang.srt.function_call.base_format_detector import BaseFormatDetector
 from sglang.srt.function_call.core_types import (
     StreamingParseResult,
     StructureInfo,
-    ToolCallItem,
 )
 from sglang.srt.parser.reasoning_parser import BaseReasoningFormatDetector
 from sglang.srt.parser.reasoning_parser import (
@@ -288,8 +287,10 @@ class HarmonyExtDetector(BaseFormatDetector):
         return own
 
     def _stream(self, steps: list[Step]) -> StreamingParseResult:
+        if not steps:  # nothing for the tool detector in this step (reasoning: most steps)
+            return results.result({"normal_text": "", "calls": []})
         step = fold(steps)
-        items: list[ToolCallItem] = []
+        items: list[dict[str, Any]] = []  # each a ToolCallItem's fields
         for call in step.calls:
             index = call.index  # the turn's: 0, 1, 2... per response, as SGLang's
             if call.id is not None:
@@ -300,11 +301,10 @@ class HarmonyExtDetector(BaseFormatDetector):
                 self.streamed_args_for_tool.append("")
                 self.current_tool_id = index
                 self.current_tool_name_sent = True
-                items.append(results.call_item({"tool_index": index, "name": call.name,
-                                                "parameters": call.arguments}))
+                items.append({"tool_index": index, "name": call.name,
+                              "parameters": call.arguments})
             elif call.arguments:
-                items.append(results.call_item({"tool_index": index,
-                                                "parameters": call.arguments}))
+                items.append({"tool_index": index, "parameters": call.arguments})
         for end in step.ended:
             if end.index == self.current_tool_id:  # an earlier call's entry was let go
                 # Once per call: appending to these strings per piece would be quadratic.
@@ -346,8 +346,8 @@ class HarmonyExtDetector(BaseFormatDetector):
         step = fold(steps)
         whole = {end.index: end.arguments for end in step.ended}  # checked, "{}" if none
         return results.result({"normal_text": step.content, "calls": [
-            results.call_item({"tool_index": call.index, "name": call.name,
-                               "parameters": whole.get(call.index, call.arguments)})
+            {"tool_index": call.index, "name": call.name,
+             "parameters": whole.get(call.index, call.arguments)}
             for call in step.calls if call.id is not None]})
 
     def _parse_whole(self, text: str, tools: list[Any] | None) -> Step:

@@ -403,7 +403,7 @@ def test_a_long_final_answer_streams_whole() -> None:
 
 
 def test_results_equal_the_ones_sglang_s_constructors_make(pieces, monkeypatch) -> None:
-    from sglang.srt.function_call.core_types import StreamingParseResult, ToolCallItem
+    from sglang.srt.function_call.core_types import StreamingParseResult
 
     from sglang_ext import results
 
@@ -424,9 +424,8 @@ def test_results_equal_the_ones_sglang_s_constructors_make(pieces, monkeypatch) 
     cases = [c for c in CASES if c.tools]
     built = [items(c) for c in cases]
     assert any(any(step[3] for step in run) for run in built)  # calls were streamed
-    # SGLang's own constructors: the same results
+    # SGLang's own constructor (the calls' items by ToolCallItem's, from their fields): the same
     monkeypatch.setattr(results, "result", lambda fields: StreamingParseResult(**fields))
-    monkeypatch.setattr(results, "call_item", lambda fields: ToolCallItem(**fields))
     assert [items(c) for c in cases] == built
 
 
