@@ -113,3 +113,33 @@ def test_the_drop_in_parsers_feedback_benchmark_prints_its_figures(
     for n in (300, 600):
         assert re.search(rf"result of {n} tokens fed back: {FIGURE} us/token", out), out
     assert re.search(rf"600 / 300 per token {FIGURE}x$", out, re.M), out
+
+
+GUARDS = {"vllm": ".venv-vllm", "sglang": ".venv-sglang"}
+
+
+@pytest.mark.parametrize("engine", sorted(GUARDS))
+def test_the_guard_benchmark_prints_its_figures(engine: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m benchmarks.guard ENGINE --smoke`` in the engine's venv: a row of figures per
+    batch size, the first check after a ``<|start|>`` in a fresh process, and a marked request
+    ended where it should (else the exit status is 1). The table goes to the test's output, so
+    that CI's log shows it; no timing is judged."""
+    venv = ROOT / GUARDS[engine]
+    if not (venv / ".ok").exists():
+        pytest.skip(f"{GUARDS[engine]} is not set up (scripts/test.sh builds it)")
+    env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS="1",
+               VLLM_LOGGING_LEVEL="WARNING")
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "benchmarks.guard", engine,
+                           "--smoke"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = re.findall(rf"^\| (\d+) \| ({FIGURE}) us \| (-?{FIGURE}) us \| (-?{FIGURE})x \| "
+                      rf"(-?{FIGURE}) us \| (-?{FIGURE})x \| (-?{FIGURE}) us \|$",
+                      done.stdout, re.M)
+    assert [row[0] for row in rows] == ["1", "4"], done.stdout
+    assert re.search(rf"in a fresh process that has only installed the hook: {FIGURE} ms",
+                     done.stdout), done.stdout
+    with capsys.disabled():
+        print(f"\n{engine}, the guard beside the engine's own check (smoke size):\n"
+              + "\n".join(line for line in done.stdout.splitlines() if line.startswith("|")))
