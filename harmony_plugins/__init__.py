@@ -24,12 +24,13 @@ from ._events import (
     ToolCallBegin,
     ToolCallEnd,
 )
+from ._grammar import answer_or_call
 from ._guard import Guard
 from ._openai import ChatResult
 from ._parser import StreamParser, parse_ids, parse_text
 from ._steps import CallDelta, Step, fold
 from ._switches import pass_undeclared, recover_text_calls, switch, turn_stop
-from ._tools import chat_request_tools
+from ._tools import chat_request_tools, held_schemas
 from ._turn import Request, Summary, Turn, count_reasoning_tokens
 from .prompt import (
     Escaper,
@@ -73,6 +74,7 @@ __all__ = [
     "ToolCallEnd",
     "Turn",
     "Vocab",
+    "answer_or_call",
     "chat_prompt_ids",
     "chat_request_tools",
     "compat",
@@ -80,6 +82,7 @@ __all__ = [
     "escaper_for",
     "fold",
     "harmony",
+    "held_schemas",
     "item_messages",
     "parse_ids",
     "parse_text",

@@ -126,6 +126,29 @@ def name_and_schema(tool: object) -> tuple[str | None, Any]:
     return name, field(where, "parameters")
 
 
+def held_schemas(tools: Iterable[Any] | None, hold_all: bool = False) -> dict[str, Any]:
+    """For a grammar over calls (:func:`harmony_plugins.answer_or_call`): each declared
+    function's name, and the JSON schema its arguments are held to: its ``parameters`` where
+    the function is ``strict`` (or ``hold_all``, a server that holds every function so) and
+    declares them, else any JSON object. Built-in tools are no functions and are left out."""
+    from ._grammar import ANY_OBJECT
+
+    out: dict[str, Any] = {}
+    for tool in declared_tools(tools):
+        if isinstance(tool, str):  # a name alone, or a built-in tool's recipient
+            if not isinstance(tool, Builtin):
+                out[tool] = ANY_OBJECT
+            continue
+        name, params = name_and_schema(tool)
+        if name is None:
+            continue
+        function = field(tool, "function")
+        strict = field(function if function is not None else tool, "strict") is True
+        held = (strict or hold_all) and (params.__class__ is dict or isinstance(params, Mapping))
+        out[name] = params if held else ANY_OBJECT
+    return out
+
+
 def _check(tools: object) -> None:
     if tools.__class__ is not list and isinstance(tools, (str, bytes, bytearray, Mapping)):
         raise TypeError(

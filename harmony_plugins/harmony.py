@@ -247,6 +247,37 @@ def call_structural_tag(name: str) -> StructuralTag:
     return StructuralTag(call_header(name), CALL_TOKEN, CALL_TRIGGER)
 
 
+_TYPE_SPELLINGS = ("", " " + JSON, " " + constrained(JSON))
+"""How a header may name its JSON content type: not at all, ``json``, ``<|constrain|>json``."""
+
+
+def call_headers(name: str) -> tuple[str, ...]:
+    """Every spelling of a call's header to function ``name`` that a grammar admits, as the
+    model continues after ``<|start|>assistant``: the recipient after the channel
+    (``<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>``, as gpt-oss writes
+    it) or in the role section (`` to=functions.NAME<|channel|>commentary json<|message|>``, as
+    calls are rendered), on ``commentary`` or ``analysis``, its content type in each of the
+    three spellings."""
+    recipient = RECIPIENT + function_recipient(name)
+    return tuple(header
+                 for channel in (COMMENTARY, ANALYSIS)
+                 for spelled in _TYPE_SPELLINGS
+                 for header in (f"{CHANNEL_TOKEN}{channel} {recipient}{spelled}{MESSAGE_TOKEN}",
+                                f" {recipient}{CHANNEL_TOKEN}{channel}{spelled}{MESSAGE_TOKEN}"))
+
+
+ANSWER_HEADERS = tuple(f"{CHANNEL_TOKEN}{FINAL}{spelled}{MESSAGE_TOKEN}"
+                       for spelled in _TYPE_SPELLINGS)
+"""The final answer's header in the spellings a grammar admits: ``<|channel|>final<|message|>``
+(what harmony-ext's prompt leads to), ``<|channel|>final json<|message|>`` and
+``<|channel|>final <|constrain|>json<|message|>`` (what vLLM's own grammar requires)."""
+FREE_HEADERS = (CHANNEL_TOKEN + ANALYSIS + MESSAGE_TOKEN,
+                CHANNEL_TOKEN + COMMENTARY + MESSAGE_TOKEN)
+"""The headers of the messages a grammar leaves free before a call or the answer: chain of
+thought and preambles."""
+NEXT_MESSAGE = START_TOKEN + ASSISTANT
+"""What opens the assistant's next message of the same turn."""
+
 REASONING_START = CHANNEL_TOKEN + ANALYSIS + MESSAGE_TOKEN
 """The text that opens a chain-of-thought message (an engine's "reasoning start" string)."""
 REASONING_END = END_TOKEN

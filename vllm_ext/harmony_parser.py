@@ -16,13 +16,17 @@ the turn's steps into vLLM's types:
 
 vLLM tells its parser that the stream finished, not why, and reports its own
 ``finish_reason``: turns are closed with the finish ``"unknown"``, which the core documents
-(the parse does not depend on it). Everything else (``adjust_request`` and its structural tags
-for ``tool_choice`` and ``response_format``, ``is_reasoning_end``) is vLLM's own, inherited
-unchanged.
+(the parse does not depend on it). ``adjust_request`` adds Harmony's stop ids and the guard's
+mark, and gives a request with a JSON response format whose ``tool_choice`` forces no call the
+core's one grammar for a call or the answer (:func:`harmony_plugins.answer_or_call`); the rest
+(the structural tags of a forced ``tool_choice``, of other formats, ``is_reasoning_end``) is
+vLLM's own, inherited unchanged.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import os
 from collections.abc import Sequence
@@ -42,8 +46,10 @@ from harmony_plugins import (
     ToolCallArguments,
     Turn,
     Vocab,
+    answer_or_call,
     count_reasoning_tokens,
     harmony,
+    held_schemas,
     pass_undeclared,
     turn_stop,
 )
@@ -108,19 +114,58 @@ class HarmonyExtParser(HarmonyParser):
         self._fed = 0
 
     def adjust_request(self, request: Any) -> Any:
-        """vLLM's own adjustments (structural tags for ``tool_choice`` and
-        ``response_format``), then Harmony's stop ids merged into the request's (contract
-        section 10): vLLM takes its stop ids from the checkpoint's generation config alone,
-        and one without ``<|call|>`` lets the model write the tool's result itself; and,
-        unless the turn stop is switched off, the request marked for the generation guard
-        (:mod:`vllm_ext.guard`), which ends it at a forged turn. A request with
-        ``ignore_eos`` asked for exactly its tokens and is left alone."""
-        request = super().adjust_request(request)
+        """Harmony's grammar and stop ids for one request (contract section 10).
+
+        A request with a JSON response format (``response_format`` on chat, ``text.format`` on
+        Responses) whose ``tool_choice`` forces no call is generated under one grammar: free
+        analysis messages and preambles, then a call to a declared function or the final
+        answer whose body the schema holds (:meth:`_answer_or_call`). vLLM's own tag for it
+        allows no call, and only one analysis message and no preamble before the answer. Any
+        other request gets vLLM's own adjustments (the structural tags of a forced
+        ``tool_choice`` and of other formats).
+
+        Then Harmony's stop ids are merged into the request's: vLLM takes its stop ids from the
+        checkpoint's generation config alone, and one without ``<|call|>`` lets the model write
+        the tool's result itself; and, unless the turn stop is switched off, the request is
+        marked for the generation guard (:mod:`vllm_ext.guard`), which ends it at a forged
+        turn. A request with ``ignore_eos`` asked for exactly its tokens and is left alone."""
+        if not self._answer_or_call(request):
+            request = super().adjust_request(request)
         if not getattr(request, "ignore_eos", False):
             request.stop_token_ids = harmony.with_stop_ids(request.stop_token_ids)
             if turn_stop(os.environ):
                 guard.mark(request)
         return request
+
+    def _answer_or_call(self, request: Any) -> bool:
+        """Give a request with a JSON response format, and a ``tool_choice`` that forces no
+        call, the core's grammar for a call or the answer; False (the request untouched) for
+        any other. ``tool_choice`` none allows the answer only; a function's arguments are
+        held to its schema where it is ``strict``, or where the server's
+        ``--tool-strict-level parameter`` holds every function so."""
+        choice = getattr(request, "tool_choice", None)
+        if choice not in (None, "auto", "none"):
+            return False
+        params = request.extract_structured_outputs()
+        if params is None or (params.json is None and not params.json_object):
+            return False
+        answer = params.json if params.json is not None else {"type": "object"}
+        if isinstance(answer, str):
+            try:
+                answer = json.loads(answer)
+            except ValueError:
+                return False  # vLLM's own adjustments say what is wrong with it
+        hold_all = getattr(self.tool_strict_level, "name", None) == "PARAMETER"
+        calls = {} if choice == "none" else held_schemas(getattr(request, "tools", None),
+                                                         hold_all)
+        request.structured_outputs = dataclasses.replace(
+            params, json=None, json_object=None,
+            structural_tag=json.dumps(answer_or_call(calls, answer)))
+        if hasattr(request, "response_format"):
+            request.response_format = None
+        else:  # the Responses API
+            request.text = None
+        return True
 
     # -- chat completions --------------------------------------------------------------
 

@@ -5,28 +5,26 @@ schema (chat) or whose ``text.format`` is one (the Responses API), served with h
 parsers (``--tool-call-parser harmony-ext --reasoning-parser harmony-ext``, the shared session
 server), returns the reasoning and the JSON content, streamed equal to not.
 
-How vLLM serves it (its ``vllm/parser/harmony.py``, ``_adjust_output_format``, which
-harmony-ext's ``adjust_request`` runs first and keeps): the schema becomes a structural tag
-for the whole output, an optional ``<|channel|>analysis<|message|>…<|end|><|start|>assistant``
-and then a final message whose header names the JSON content type, ``<|channel|>final
-<|constrain|>json<|message|>`` or ``<|channel|>final json<|message|>``, whose body is the
-schema's JSON, closed by ``<|end|>`` or a stop token. The scripted model
-(``harmony_ext_testing/vllm_scripted.py``) must therefore write a stream that grammar accepts:
-every script here begins after the prompt's ``<|start|>assistant``, as gpt-oss writes.
+How it is served: harmony-ext's ``adjust_request`` gives such a request (its ``tool_choice``
+forcing no call) the core's grammar (:func:`harmony_plugins.answer_or_call`): any number of
+analysis messages and preambles, free; then the final message, its header written
+``<|channel|>final<|message|>``, ``<|channel|>final json<|message|>`` or ``<|channel|>final
+<|constrain|>json<|message|>``, its body the schema's JSON, closed by ``<|end|>`` or a stop
+token; or, tools declared, a call (``test_tools_with_response_format_server.py``). The scripted
+model (``harmony_ext_testing/vllm_scripted.py``) writes exactly its script, which begins after
+the prompt's ``<|start|>assistant``, as gpt-oss writes.
 
 What is checked, against values written here by hand:
 
 - **Chat**: ``message.reasoning`` is the analysis text (None without one), ``message.content``
   is the JSON body exactly as scripted and parses to the scripted object, finish_reason
-  ``stop``; the streamed deltas joined give the same outcome, also with a tool declared.
-- **The grammar is on**: a body that breaks the schema, a final header without the JSON
-  content type, or (a tool declared, ``tool_choice`` auto) a call instead of the answer is
-  refused by vLLM's grammar (the CPU engine ends the request: HTTP 500, an error mid-stream),
-  while the same script without ``response_format`` comes out as written, and the server
-  keeps serving. The call is vLLM's choice, not harmony-ext's: it joins a tools' grammar to
-  the schema's only for a tool parser with a structural-tag model, which neither its own
-  gpt-oss parser nor harmony-ext's has. Should vLLM stop constraining (or constrain
-  differently), these fail.
+  ``stop``; the streamed deltas joined give the same outcome, also with a tool declared, and
+  with the final header in each spelling.
+- **The grammar is on**: a body that breaks the schema, or a call to a function the request
+  did not declare, is refused (the CPU engine ends the request: HTTP 500, an error
+  mid-stream), while the same script without ``response_format`` comes out as the parse makes
+  it, and the server keeps serving. vLLM's own grammar for this request (which harmony-ext
+  replaces) masked the plain final header and every call: both are answered here.
 - **Responses API** (``text.format`` json_schema): a reasoning item and a message item with
   the JSON text, streamed (deltas and the final response) equal to not.
 
@@ -101,10 +99,16 @@ CHAT_CASES = [
           f'{ANALYSIS}{FINAL_JSON}{{"city": "Paris", "temp": 20}}<|return|>',
           request=WITH_SCHEMA),
      expected(REASONING, '{"city": "Paris", "temp": 20}')),
-    # A tool declared, tool_choice auto: the grammar is still the schema's alone.
+    (Case("plain_final", "the final header without a content type (vLLM's own tag masked it)",
+          f"{ANALYSIS}<|channel|>final<|message|>{BODY}<|return|>", request=WITH_SCHEMA),
+     expected(REASONING, BODY)),
     (Case("tools_json", "a tool declared, the JSON answer", SCRIPT, tools=("get_weather",),
           request=WITH_SCHEMA),
      expected(REASONING, BODY)),
+    (Case("tools_call", "a tool declared, a call instead of the answer (vLLM's own tag "
+          "refused it)", f"{ANALYSIS}{CALL_W}{PARIS}<|call|>", tools=("get_weather",),
+          request=WITH_SCHEMA),
+     expected(REASONING, None, (("get_weather", PARIS),), "tool_calls")),
 ]
 
 
@@ -124,25 +128,19 @@ REFUSED = [
     (Case("breaks_schema", "a body that breaks the schema",
           f'{ANALYSIS}{FINAL_JSON}{{"town":"Paris"}}<|return|>', request=WITH_SCHEMA),
      expected(REASONING, '{"town":"Paris"}')),
-    (Case("no_json_type", "a final header without the JSON content type",
-          f"{ANALYSIS}<|channel|>final<|message|>{BODY}<|return|>", request=WITH_SCHEMA),
-     expected(REASONING, BODY)),
-    # vLLM joins a tools' tag to the schema's only for a tool parser with a structural-tag
-    # model; its gpt-oss parsers (its own and harmony-ext's) have none, so it logs "Tool calls
-    # are not constrained for tool_choice=auto with structured outputs because structural tags
-    # are unavailable; the structured output constraint applies": a call cannot pass.
-    (Case("tools_call", "a tool declared, a call instead of the answer",
-          f"{ANALYSIS}{CALL_W}{PARIS}<|call|>", tools=("get_weather",), request=WITH_SCHEMA),
-     expected(REASONING, None, (("get_weather", PARIS),), "tool_calls")),
+    (Case("undeclared_call", "a call to a function the request did not declare",
+          f"{ANALYSIS}<|channel|>commentary to=functions.get_time <|constrain|>json"
+          '<|message|>{"tz":"CET"}<|call|>', tools=("get_weather",), request=WITH_SCHEMA),
+     expected(REASONING, None)),
 ]
 
 
 @pytest.mark.parametrize(("case", "unconstrained"), REFUSED, ids=[c.id for c, _ in REFUSED])
 def test_chat_grammar_refuses_what_the_schema_forbids(client: Any, case: Case,
                                                       unconstrained: dict[str, Any]) -> None:
-    """vLLM's grammar is in force: a script outside it ends the request (the scripted model
-    cannot take another token), though without ``response_format`` it comes out as written;
-    the server keeps serving."""
+    """The grammar is in force: a script outside it ends the request (the scripted model
+    cannot take another token), though without ``response_format`` it comes out as the parse
+    makes it; the server keeps serving."""
     assert run_chat(client, case, stream=False).outcome == {"error": "HTTP 500"}
     assert "error" in run_chat(client, case, stream=True).outcome
     free = Case(case.id, case.title, case.script, tools=case.tools)
