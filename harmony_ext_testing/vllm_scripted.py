@@ -18,6 +18,10 @@ A request opts in through ``vllm_xargs`` (vLLM's ``SamplingParams.extra_args``):
 - ``{"script_echo_prompt": N}``: the prompt the engine was given, read back: a final answer
   whose text is the last N prompt token ids (every one for 0), space-separated. The
   Responses API returns no prompt ids; this is how a test reads the prompt vLLM rendered.
+- ``{"script_texts_by_calls": '["...", "..."]'}`` (a JSON array of Harmony texts in a
+  string): one script per turn of an agent's conversation: a request takes the script indexed
+  by the number of ``<|call|>`` ids in its prompt (the calls the conversation made so far; the
+  last script past the end). An agent's loop (call, tool result, answer) runs unchanged.
 - ``{"script_ids_by_seed": '{"SEED": [ids], ...}'}`` (a JSON object in a string: ``vllm_xargs``
   holds no objects): one script per choice of ``n > 1``: vLLM gives choice ``i`` of a request
   with ``seed`` S the seed S + i, and each choice takes the script of its seed.
@@ -66,7 +70,7 @@ if TYPE_CHECKING:
     from vllm.config import VllmConfig
     from vllm.sampling_params import SamplingParams
 
-__all__ = ["SCRIPT_BY_SEED_KEY", "SCRIPT_ECHO_KEY", "SCRIPT_IDS_KEY", "SCRIPT_TEXT_KEY", "Script",
+__all__ = ["SCRIPT_BY_CALLS_KEY", "SCRIPT_BY_SEED_KEY", "SCRIPT_ECHO_KEY", "SCRIPT_IDS_KEY", "SCRIPT_TEXT_KEY", "Script",
            "ScriptedOutputProcessor", "echoed_ids", "read_script"]
 
 logger = logging.getLogger("vllm.harmony_ext_testing")  # vLLM's handler prints it
@@ -76,6 +80,8 @@ SCRIPT_TEXT_KEY = "script_text"
 SCRIPT_IDS_KEY = "script_ids"
 SCRIPT_ECHO_KEY = "script_echo_prompt"
 SCRIPT_BY_SEED_KEY = "script_ids_by_seed"
+SCRIPT_BY_CALLS_KEY = "script_texts_by_calls"
+CALL_ID = SPECIAL_IDS["<|call|>"]
 ECHO_OPEN, ECHO_CLOSE = "<|channel|>final<|message|>", "<|return|>"
 
 # o200k_harmony: the model vocabulary of gpt-oss (and of our tiny test models).
@@ -90,6 +96,8 @@ class Script:
     text: str | None = None
     echo: int | None = None
     """Read the prompt back: its last ``echo`` ids (all for 0)."""
+    turns: tuple[str, ...] | None = None
+    """One text per turn of a conversation, chosen by the prompt's ``<|call|>`` count."""
 
 
 def echo_text(prompt_ids: list[int], last: int) -> str:
@@ -126,6 +134,18 @@ def _read_ids(raw: Any, vocab_size: int) -> tuple[int, ...]:
     return tuple(raw)
 
 
+def _read_turns(raw: Any) -> tuple[str, ...]:
+    """The texts of ``script_texts_by_calls``: a non-empty JSON array of non-empty strings."""
+    try:
+        turns = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError as e:
+        raise _reject(f"{SCRIPT_BY_CALLS_KEY} is not valid JSON ({e})", raw) from None
+    if (not isinstance(turns, list) or not turns
+            or not all(isinstance(t, str) and t for t in turns)):
+        raise _reject(f"{SCRIPT_BY_CALLS_KEY} must be an array of Harmony texts", raw)
+    return tuple(turns)
+
+
 def _read_seeded(by_seed: Any, vocab_size: int, seed: int | None) -> tuple[int, ...]:
     """The script of ``seed`` (any one while it is not known) of ``script_ids_by_seed``."""
     if isinstance(by_seed, str):
@@ -159,9 +179,12 @@ def read_script(
     has_ids = SCRIPT_IDS_KEY in extra_args
     has_echo = SCRIPT_ECHO_KEY in extra_args
     has_seeds = SCRIPT_BY_SEED_KEY in extra_args
-    if has_text + has_ids + has_echo + has_seeds > 1:
+    has_turns = SCRIPT_BY_CALLS_KEY in extra_args
+    if has_text + has_ids + has_echo + has_seeds + has_turns > 1:
         raise _reject(f"give one of {SCRIPT_TEXT_KEY}, {SCRIPT_IDS_KEY}, {SCRIPT_ECHO_KEY}, "
-                      f"{SCRIPT_BY_SEED_KEY}")
+                      f"{SCRIPT_BY_SEED_KEY}, {SCRIPT_BY_CALLS_KEY}")
+    if has_turns:
+        return Script(turns=_read_turns(extra_args[SCRIPT_BY_CALLS_KEY]))
     if has_seeds:
         return Script(ids=_read_seeded(extra_args[SCRIPT_BY_SEED_KEY], vocab_size, seed))
     if has_echo:
@@ -219,6 +242,26 @@ class _EchoPrompt:
         return self.forced(output_ids, logits)
 
 
+class _ByCalls:
+    """Per-request processor: the script of this turn of a conversation (see
+    ``script_texts_by_calls``), chosen from the prompt on the first step."""
+
+    __slots__ = ("encode", "forced", "turns")
+
+    def __init__(self, encode: Any, turns: tuple[str, ...]) -> None:
+        self.encode = encode
+        self.turns = turns
+        self.forced: _ForcedTokens | None = None
+
+    def __call__(self, prompt_ids: list[int], output_ids: list[int],
+                 logits: torch.Tensor) -> torch.Tensor:
+        if self.forced is None:
+            made = sum(1 for token in prompt_ids if token == CALL_ID)
+            ids = tuple(self.encode(self.turns[min(made, len(self.turns) - 1)]))
+            self.forced = _ForcedTokens(ids, RETURN_ID)
+        return self.forced(output_ids, logits)
+
+
 class ScriptedOutputProcessor(AdapterLogitsProcessor):
     """vLLM v1 logits processor that replays ``vllm_xargs`` scripts (tests only)."""
 
@@ -249,7 +292,7 @@ class ScriptedOutputProcessor(AdapterLogitsProcessor):
         return list(self._tokenizer.encode(text, add_special_tokens=False))
 
     def new_req_logits_processor(self, params: SamplingParams
-                                 ) -> _ForcedTokens | _EchoPrompt | None:
+                                 ) -> _ForcedTokens | _EchoPrompt | _ByCalls | None:
         """Build the request's forcing state; None (untouched) without a script.
 
         Never raises: an error here would take the engine down for every request.
@@ -262,6 +305,8 @@ class ScriptedOutputProcessor(AdapterLogitsProcessor):
                 return None
             if script.echo is not None:
                 return _EchoPrompt(self._encode, script.echo)
+            if script.turns is not None:
+                return _ByCalls(self._encode, script.turns)
             ids = script.ids if script.ids is not None else tuple(self._encode(script.text or ""))
             if not ids or not all(0 <= i < self._vocab_size for i in ids):
                 raise ValueError(f"script tokenized to unusable ids {ids[:8]}...")
