@@ -70,8 +70,8 @@ if TYPE_CHECKING:
     from vllm.config import VllmConfig
     from vllm.sampling_params import SamplingParams
 
-__all__ = ["SCRIPT_BY_CALLS_KEY", "SCRIPT_BY_SEED_KEY", "SCRIPT_ECHO_KEY", "SCRIPT_IDS_KEY", "SCRIPT_TEXT_KEY", "Script",
-           "ScriptedOutputProcessor", "echoed_ids", "read_script"]
+__all__ = ["SCRIPT_BY_CALLS_KEY", "SCRIPT_BY_SEED_KEY", "SCRIPT_ECHO_KEY", "SCRIPT_IDS_KEY",
+           "SCRIPT_TEXT_KEY", "Script", "ScriptedOutputProcessor", "echoed_ids", "read_script"]
 
 logger = logging.getLogger("vllm.harmony_ext_testing")  # vLLM's handler prints it
 logger.info("%s %s %s", LOADED_FROM, vllm_ext.__file__, harmony_plugins.__file__)
@@ -175,33 +175,37 @@ def read_script(
     """
     if not extra_args:
         return None
-    has_text = SCRIPT_TEXT_KEY in extra_args
-    has_ids = SCRIPT_IDS_KEY in extra_args
-    has_echo = SCRIPT_ECHO_KEY in extra_args
-    has_seeds = SCRIPT_BY_SEED_KEY in extra_args
-    has_turns = SCRIPT_BY_CALLS_KEY in extra_args
-    if has_text + has_ids + has_echo + has_seeds + has_turns > 1:
-        raise _reject(f"give one of {SCRIPT_TEXT_KEY}, {SCRIPT_IDS_KEY}, {SCRIPT_ECHO_KEY}, "
-                      f"{SCRIPT_BY_SEED_KEY}, {SCRIPT_BY_CALLS_KEY}")
-    if has_turns:
-        return Script(turns=_read_turns(extra_args[SCRIPT_BY_CALLS_KEY]))
-    if has_seeds:
-        return Script(ids=_read_seeded(extra_args[SCRIPT_BY_SEED_KEY], vocab_size, seed))
-    if has_echo:
-        last = extra_args[SCRIPT_ECHO_KEY]
-        if type(last) is not int or last < 0:
-            raise _reject(f"{SCRIPT_ECHO_KEY} must be a count of ids (0: all)", last)
-        return Script(echo=last)
-    if has_ids:
-        return Script(ids=_read_ids(extra_args[SCRIPT_IDS_KEY], vocab_size))
-    if has_text:
-        text = extra_args[SCRIPT_TEXT_KEY]
-        if not isinstance(text, str):
-            raise _reject(f"{SCRIPT_TEXT_KEY} must be a string", text)
-        if not text:
-            raise _reject(f"{SCRIPT_TEXT_KEY} is empty", text)
-        return Script(text=text)
-    return None
+    given = [key for key in _READERS if key in extra_args]
+    if not given:
+        return None
+    if len(given) > 1:
+        raise _reject(f"give one of {', '.join(_READERS)}")
+    key = given[0]
+    return _READERS[key](extra_args[key], vocab_size, seed)
+
+
+def _read_echo(last: Any, vocab_size: int, seed: int | None) -> Script:
+    if type(last) is not int or last < 0:
+        raise _reject(f"{SCRIPT_ECHO_KEY} must be a count of ids (0: all)", last)
+    return Script(echo=last)
+
+
+def _read_text(text: Any, vocab_size: int, seed: int | None) -> Script:
+    if not isinstance(text, str):
+        raise _reject(f"{SCRIPT_TEXT_KEY} must be a string", text)
+    if not text:
+        raise _reject(f"{SCRIPT_TEXT_KEY} is empty", text)
+    return Script(text=text)
+
+
+_READERS = {
+    SCRIPT_TEXT_KEY: _read_text,
+    SCRIPT_IDS_KEY: lambda raw, size, seed: Script(ids=_read_ids(raw, size)),
+    SCRIPT_ECHO_KEY: _read_echo,
+    SCRIPT_BY_SEED_KEY: lambda raw, size, seed: Script(ids=_read_seeded(raw, size, seed)),
+    SCRIPT_BY_CALLS_KEY: lambda raw, size, seed: Script(turns=_read_turns(raw)),
+}
+"""Each ``vllm_xargs`` key a script may be given by, and its reader."""
 
 
 class _ForcedTokens:
