@@ -74,9 +74,16 @@ def role_forges(text: str, role_given: bool) -> bool:
     """Whether a header's role section (its text) names someone other than the assistant: the
     model is writing the next turn. The usual ones, empty (a header that begins with its
     channel) or exactly ``assistant``, are answered without reading the section as a header."""
+    return forging_role(text, role_given) is not None
+
+
+def forging_role(text: str, role_given: bool) -> str | None:
+    """The role a header's role section names when it is not the assistant's (see
+    :func:`role_forges`), else None."""
     if not text or text == hm.ASSISTANT:
-        return False
-    return parse_header([(ROLE, text)], role_given).forged
+        return None
+    header = parse_header([(ROLE, text)], role_given)
+    return header.role if header.forged else None
 
 
 def is_content_type(word: str, tools: frozenset[str]) -> bool:

@@ -124,6 +124,12 @@ def counted_channel(kind: str, written: str | None, recipient: str | None = None
     return hm.FINAL
 
 
+def _named(recipient: str) -> str:
+    """A recipient as a rule names what it touched: a function by its name, without
+    ``functions.``; another recipient (``browser.search``) as written."""
+    return recipient.removeprefix(hm.FUNCTIONS_PREFIX)
+
+
 def random_call_id() -> str:
     """A fresh tool-call id in OpenAI's style."""
     return "call_" + secrets.token_hex(12)
@@ -162,10 +168,11 @@ class Body:
     (:meth:`take`), and closes it when a marker or the end of the stream ends it
     (:meth:`end`). A body holds the collector, not the machine."""
 
-    __slots__ = ("out",)
+    __slots__ = ("out", "where")
 
-    def __init__(self, out: Collector) -> None:
+    def __init__(self, out: Collector, where: str) -> None:
         self.out = out
+        self.where = where  # what a rule applied inside it touched (Summary.applied)
 
     def take(self, text: str, tokens: int) -> None:
         """Take the next piece of model text (never empty), made of ``tokens`` token ids (0 in
@@ -202,8 +209,9 @@ class ContentBody(Body):
 
     __slots__ = ("scanner", "preamble", "lead")
 
-    def __init__(self, out: Collector, preamble: bool = False, lead: str = "") -> None:
-        super().__init__(out)
+    def __init__(self, out: Collector, where: str, preamble: bool = False,
+                 lead: str = "") -> None:
+        super().__init__(out, where)
         self.scanner = LeakScanner()
         self.preamble = preamble
         self.lead = lead
@@ -239,9 +247,9 @@ class HeldContentBody(ContentBody):
 
     __slots__ = ("reader", "held", "begin")
 
-    def __init__(self, out: Collector, preamble: bool, lead: str, reader: TextCallReader,
-                 begin: tuple[str, str | None, str | None]) -> None:
-        super().__init__(out, preamble, lead)
+    def __init__(self, out: Collector, where: str, preamble: bool, lead: str,
+                 reader: TextCallReader, begin: tuple[str, str | None, str | None]) -> None:
+        super().__init__(out, where, preamble, lead)
         self.reader = reader
         self.held: list[str] | None = []  # None once given out
         self.begin = begin  # (counted channel, written channel, content type)
@@ -270,8 +278,9 @@ class CallBody(Body):
 
     __slots__ = ("index", "name", "checker", "cutter")
 
-    def __init__(self, out: Collector, index: int, name: str, checker: ArgumentChecker) -> None:
-        super().__init__(out)
+    def __init__(self, out: Collector, index: int, name: str, checker: ArgumentChecker,
+                 shown: str) -> None:
+        super().__init__(out, shown)
         self.index = index
         self.name = name  # the declared name its arguments are checked against ("": none)
         self.checker = checker
@@ -286,12 +295,12 @@ class CallBody(Body):
         cutter, out = self.cutter, self.out
         arguments = cutter.arguments()
         if not arguments:
-            out.recovery(rules.EMPTY_ARGUMENTS, cutter.pending_lead())
+            out.recovery(rules.EMPTY_ARGUMENTS, cutter.pending_lead(), self.where)
             arguments = "{}"
             out.arguments(self.index, arguments)
         junk = cutter.junk_text()
         if junk.strip():
-            out.recovery(rules.AFTER_JSON_VALUE, junk)
+            out.recovery(rules.AFTER_JSON_VALUE, junk, self.where)
         name = self.name
         outcome = self.checker.check(name, arguments) if name else rules.UNDECLARED
         out.call_end(ToolCallEnd(self.index, arguments, outcome))
@@ -303,8 +312,8 @@ class DropBody(Body):
 
     __slots__ = ("rule", "dropped")
 
-    def __init__(self, out: Collector, rule: str) -> None:
-        super().__init__(out)
+    def __init__(self, out: Collector, rule: str, where: str) -> None:
+        super().__init__(out, where)
         self.rule = rule
         self.dropped: list[str] = []
 
@@ -312,7 +321,7 @@ class DropBody(Body):
         self.dropped.append(text)
 
     def end(self, by: str) -> None:
-        self.out.recovery(self.rule, "".join(self.dropped))
+        self.out.recovery(self.rule, "".join(self.dropped), self.where)
 
 
 class Done:
@@ -474,9 +483,14 @@ class Machine:
 
     # -- what it hands over ---------------------------------------------------------------
 
-    def recover(self, rule: str, text: str = "") -> None:
-        """Apply a recovery rule: hand it over (the collector counts it)."""
-        self.out.recovery(rule, text)
+    def recover(self, rule: str, text: str = "", at: str | None = None) -> None:
+        """Apply a recovery rule: hand it over (the collector counts it). ``at``: what it
+        touched (:attr:`Summary.applied <harmony_plugins.Summary.applied>`); by default the
+        body it was applied in (its channel, or its call's name), or nothing outside one."""
+        if at is None:
+            place = self.at
+            at = place.where if isinstance(place, Body) else ""
+        self.out.recovery(rule, text, at)
 
     def _visible(self, text: str, channel: str | None, marker: int | None) -> None:
         """Content that a header rule recovered: a message of its own, in one piece."""
@@ -490,12 +504,13 @@ class Machine:
         counted = counted_channel("content", channel)
         preamble = counted == hm.COMMENTARY
         lead = "" if preamble else self.separator
+        where = channel or counted
         if self.text_calls and not self.after_call:
             reader = TextCallReader(named=True, bare=bool(self.bare))
-            return HeldContentBody(self.out, preamble, lead, reader,
+            return HeldContentBody(self.out, where, preamble, lead, reader,
                                    (counted, channel, content_type))
         self.out.message_begin("content", counted, channel, None, content_type, lead)
-        return ContentBody(self.out, preamble, lead)
+        return ContentBody(self.out, where, preamble, lead)
 
     def _end_body(self, body: Body, marker: int | None) -> None:
         """Close a body (``marker`` ended it; None: the end of the stream). After content, the
@@ -550,20 +565,22 @@ class Machine:
         elif hdr.is_header_like(text):
             self.recover(rules.HEADER_JUNK, text)
         else:
-            self.recover(rules.FREE_TEXT)
+            self.recover(rules.FREE_TEXT, at=hm.FINAL)  # the content it becomes
             self._visible(text, None, marker)
 
     def _forged(self, header: HeaderState) -> bool:
         """End the turn if the role section names someone other than the assistant."""
         kind, text = header.sections[0]
-        if kind != hdr.ROLE or not hdr.role_forges(text, header.role_given):
+        role = hdr.forging_role(text, header.role_given) if kind == hdr.ROLE else None
+        if role is None:
             return False
-        self._end_turn_forged(header)
+        self._end_turn_forged(header, role)
         return True
 
-    def _end_turn_forged(self, header: HeaderState) -> None:
+    def _end_turn_forged(self, header: HeaderState, role: str) -> None:
+        """End the turn: the model began a turn for ``role`` (what the rule touched)."""
         self.stop_reason = "forged_turn"
-        self.recover(rules.FORGED_TURN, header.text())
+        self.recover(rules.FORGED_TURN, header.text(), role)
         self._to_done()
 
     def _header_closed(self, header: HeaderState, marker: int | None) -> None:
@@ -572,7 +589,7 @@ class Machine:
         if not self.seen_marker and marker != hm.END and not hdr.is_header_like(text):
             # No markup at all (a stop token may or may not be there). Text closed by
             # <|end|> is the first message's header, however long (contract section 3).
-            self.recover(rules.NO_MARKUP)
+            self.recover(rules.NO_MARKUP, at=hm.FINAL)
             self._visible(text, None, marker)
             return
         if self._forged(header) or self._final_answer(header, marker):
@@ -588,27 +605,28 @@ class Machine:
         body = hdr.final_without_message(sections)
         if body is None or self.after_call:
             return False
-        self.recover(rules.FINAL_WITHOUT_MESSAGE)
+        self.recover(rules.FINAL_WITHOUT_MESSAGE, at=hm.FINAL)
         k = max(i for i, (kind, _) in enumerate(sections) if kind == hm.CHANNEL)
         rest = hdr.parse_header([*sections[:k], (hm.CHANNEL, hm.FINAL)], header.role_given,
                                 self.tools, self.spaced)
         if rest.junk:  # words before the channel that no rule uses
-            self.recover(rules.HEADER_JUNK, " ".join(rest.junk))
+            self.recover(rules.HEADER_JUNK, " ".join(rest.junk), hm.FINAL)
         self._visible(body, hm.FINAL, marker)
         return True
 
     def _header_complete(self, header: HeaderState) -> None:
         h = hdr.parse_header(header.sections, header.role_given, self.tools, self.spaced)
         if h.forged:
-            self._end_turn_forged(header)
+            self._end_turn_forged(header, h.role or "")
             return
+        channel = h.channel or ""
         if h.role_channel:
-            self.recover(rules.CHANNEL_IN_ROLE)
+            self.recover(rules.CHANNEL_IN_ROLE, at=channel)
         if h.junk:
-            self.recover(rules.HEADER_JUNK, " ".join(h.junk))
+            self.recover(rules.HEADER_JUNK, " ".join(h.junk), channel)
         if self.tools_unknown and hdr.may_name_function(h):
             self.maybe_calls += 1  # a call, if the tools declare it: they would have said
-            self._drop(rules.TOOLS_UNKNOWN)
+            self._drop(rules.TOOLS_UNKNOWN, _named(h.recipient or h.content_type or ""))
         elif not self._route_call(h):
             self._route_text(h)
 
@@ -619,13 +637,13 @@ class Machine:
         if recipient is None:
             named = hdr.content_type_function(h.content_type, self.tools)
             if named:  # `<|constrain|>functions.NAME`, NAME declared: the recipient
-                self.recover(rules.CONTENT_TYPE_RECIPIENT)
+                self.recover(rules.CONTENT_TYPE_RECIPIENT, at=named)
                 self._begin_call(named, h)
                 return True
             if named == "":  # `functions.NAME` undeclared: a call that is not surfaced
                 recipient = h.content_type
             elif h.empty_recipient:
-                self._drop(rules.EMPTY_RECIPIENT)
+                self._drop(rules.EMPTY_RECIPIENT, h.channel or "")
                 return True
             else:
                 return False
@@ -638,23 +656,23 @@ class Machine:
             self._begin_call(recipient.removeprefix(hm.FUNCTIONS_PREFIX), h, True, recipient)
         elif name is not None:
             if rule is not None:
-                self.recover(rule)
+                self.recover(rule, at=name)
             self._begin_call(name, h, undeclared)
         else:
-            self._drop(rule or rules.UNDECLARED_RECIPIENT)
+            self._drop(rule or rules.UNDECLARED_RECIPIENT, _named(recipient))
         return True
 
     def _route_text(self, h: hdr.Header) -> None:
         """Route a header without a recipient, by its channel."""
         channel = h.channel
         if self.after_call:
-            self._drop(rules.AFTER_CALL)
+            self._drop(rules.AFTER_CALL, channel or "")
         elif channel == hm.ANALYSIS:
             self._begin_text("reasoning", h)
         elif channel is None or channel == hm.FINAL or channel == hm.COMMENTARY:
             self._begin_text("content", h)
         else:  # an unknown channel is treated as chain of thought; its name is counted
-            self.recover(rules.UNKNOWN_CHANNEL, channel)
+            self.recover(rules.UNKNOWN_CHANNEL, channel, channel)
             self._begin_text("reasoning", h)
 
     def _end_held(self, body: HeldContentBody, marker: int | None) -> bool:
@@ -675,7 +693,7 @@ class Machine:
             name = fits[0]
         elif name not in allowed or self.checker.check(name, arguments) != rules.SURFACED:
             return False
-        self.recover(rules.CALL_WRITTEN_AS_TEXT)
+        self.recover(rules.CALL_WRITTEN_AS_TEXT, at=name)
         out, index = self.out, self.calls
         self.calls += 1
         _, written, _ = body.begin
@@ -694,27 +712,29 @@ class Machine:
         out = self.out
         out.message_begin(kind, counted_channel(kind, h.channel), h.channel, None,
                           h.written_content_type)
-        self.at = ReasoningBody(out)
+        self.at = ReasoningBody(out, h.channel or hm.ANALYSIS)
 
     def _begin_call(self, name: str, h: hdr.Header, undeclared: bool = False,
                     written: str | None = None) -> None:
         if self.single_call and self.calls:  # parallel_tool_calls false: one call only
-            self._drop(rules.PARALLEL_CALLS_REFUSED)
+            self._drop(rules.PARALLEL_CALLS_REFUSED, name)
             return
         # A call passed through undeclared has that outcome, not its arguments' check.
         out = self.out
         index = self.calls
         self.calls += 1
-        self.at = CallBody(out, index, "" if undeclared else name, self.checker)
+        self.at = CallBody(out, index, "" if undeclared else name, self.checker, name)
         recipient = written or recipient_of(name, self.builtins)
         out.message_begin("call", counted_channel("call", h.channel, recipient), h.channel,
                           recipient, h.written_content_type)
         out.call_begin(index, self.new_id(), name)
 
-    def _drop(self, rule: str) -> None:
-        self.at = DropBody(self.out, rule)
+    def _drop(self, rule: str, at: str) -> None:
+        """Drop the body by ``rule`` (counted when it ends); ``at``: what it touched, the
+        call's name for a dropped call, the channel otherwise."""
+        self.at = DropBody(self.out, rule, at)
         if rule == rules.UNDECLARED_FUNCTION:  # a call not surfaced
-            self.out.count_outcome(rules.UNDECLARED)
+            self.out.count_outcome(rules.UNDECLARED, at)
 
     # -- bodies --------------------------------------------------------------------------
 

@@ -5,8 +5,8 @@ each joined once; the Responses API also wants the events in order (message boun
 :class:`Collector` is where the state machine puts what it produces, and it hands back one
 :class:`Step` per feed: the step's parts directly, with no event built for them unless the
 caller asked for events (``events=True``: the Responses API, ``StreamParser``). The collector
-also keeps the turn's counts (recoveries, call outcomes, leaks, reasoning tokens), which the
-turn reports when it closes.
+also keeps the turn's counts (recoveries, each with what it touched; call outcomes, each with
+the call's name; leaks; reasoning tokens), which the turn reports when it closes.
 
 A feed that produced nothing returns the shared :data:`EMPTY`, and :func:`fold` is the one way
 steps are put together (the last feed and the close in one engine step; several steps an
@@ -88,7 +88,7 @@ class Collector:
 
     __slots__ = ("events", "reasoning_parts", "content_parts", "pieces", "begun", "other",
                  "ended", "step_recoveries", "step_leaks", "finish", "reasoning_tokens",
-                 "recoveries", "outcomes", "leaks")
+                 "recoveries", "outcomes", "leaks", "applied", "calls", "names")
 
     def __init__(self, events: bool = False) -> None:
         self.events: list[Event] | None = [] if events else None
@@ -110,6 +110,11 @@ class Collector:
         """Calls by outcome (``rules.OUTCOMES``)."""
         self.leaks: list[str] = []
         """Excerpts of the suspected leaks flagged."""
+        self.applied: dict[tuple[str, str], int] = {}
+        """Recovery rules applied with what each touched (``Summary.applied``), how often."""
+        self.calls: list[tuple[str, str]] = []
+        """Each call's name and outcome, as it ended or was dropped (``Summary.calls``)."""
+        self.names: dict[int, str] = {}  # call index -> name, while the call is open
 
     # -- what the machine hands over, besides text ------------------------------------------
 
@@ -122,6 +127,7 @@ class Collector:
 
     def call_begin(self, index: int, call_id: str, name: str) -> None:
         self.begun[index] = (call_id, name)
+        self.names[index] = name
         self.pieces.append((index, ""))  # its place among the feed's calls
         self.other = True
         if self.events is not None:
@@ -129,15 +135,16 @@ class Collector:
 
     def call_end(self, end: ToolCallEnd) -> None:
         self.ended.append(end)
-        self.count_outcome(end.outcome)
+        self.count_outcome(end.outcome, self.names.pop(end.index, ""))
         self.other = True
         if self.events is not None:
             self.events.append(end)
 
-    def count_outcome(self, outcome: str) -> None:
-        """Count one call's outcome (``rules.OUTCOMES``): :meth:`call_end` does, and so does
-        the machine for a call it drops (``undeclared``)."""
+    def count_outcome(self, outcome: str, name: str) -> None:
+        """Count one call's outcome (``rules.OUTCOMES``), with the call's ``name``:
+        :meth:`call_end` does, and so does the machine for a call it drops (``undeclared``)."""
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+        self.calls.append((name, outcome))
 
     def message_begin(self, kind: str, channel: str, written: str | None,
                       recipient: str | None, content_type: str | None,
@@ -152,11 +159,13 @@ class Collector:
             self.events.append(MessageEnd(by))
             self.other = True
 
-    def recovery(self, rule: str, text: str = "") -> None:
-        """A recovery rule applied (counted)."""
+    def recovery(self, rule: str, text: str = "", at: str = "") -> None:
+        """A recovery rule applied (counted), ``at`` what it touched (``Summary.applied``)."""
         event = Recovery(rule, text)
         self.step_recoveries.append(event)
         self.recoveries[rule] = self.recoveries.get(rule, 0) + 1
+        key = (rule, at)
+        self.applied[key] = self.applied.get(key, 0) + 1
         self.other = True
         if self.events is not None:
             self.events.append(event)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import rules
 from ._events import ReasoningText
 from ._frontends import IdsInput, TextInput, checked_ids
 from ._machine import Machine
@@ -133,6 +134,26 @@ class Summary:
     ``tools_unknown`` alone (whether they were calls, only the tools could say)."""
     leaks: list[str] = field(default_factory=list)
     """Excerpts of suspected markup in visible text."""
+    applied: dict[tuple[str, str], int] = field(default_factory=dict)
+    """The recovery rules of :attr:`recoveries` again, each with what it touched, with how often:
+    ``(rule, at)``. ``at`` is the name of the call a rule dropped, refused or changed
+    (``lookup`` for ``functions.lookup``; a built-in recipient as written, ``browser.search``),
+    the role of a forged turn (``user``), otherwise the channel of the message it was applied in,
+    as written (``final`` for text a rule made content, ``analysis`` for reasoning written
+    without one); ``""`` where it touched no message (text between messages, after the turn, a
+    header that never completed). An operator's log line names them; the counters do not."""
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    """Each call the model wrote, in order, as ``(name, outcome)``: the counts of
+    :attr:`outcomes`, call by call (the name as the call is surfaced, or, for one dropped as
+    undeclared, as written after ``functions.``)."""
+
+    @property
+    def needed_rules(self) -> bool:
+        """Whether the response needed any rule: a recovery (a dropped or refused call
+        included), a suspected leak, or a call whose arguments were anything but ``surfaced``
+        (an unchecked schema included)."""
+        return bool(self.recoveries or self.leaks
+                    or any(outcome != rules.SURFACED for outcome in self.outcomes))
 
 
 Observer = Callable[[Summary], None]
@@ -355,7 +376,7 @@ class Turn:
     def _summarise(self) -> None:
         out = self._out
         summary = self.summary = Summary(dict(out.recoveries), dict(out.outcomes),
-                                         list(out.leaks))
+                                         list(out.leaks), dict(out.applied), list(out.calls))
         if self._observer is not None:
             self._observer(summary)
 

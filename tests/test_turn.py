@@ -181,9 +181,9 @@ def test_schema_is_checked_from_the_full_tools():
 
 
 def test_summary_is_reported_once_and_the_core_logs_nothing(caplog):
-    """Contract section 9: one log line per response that needed a recovery, with counts per
-    rule. The line is the adapters' observer's (adapter_support.metrics), written from the one
-    Summary the turn reports; the core itself writes to no logger, at any level."""
+    """Contract section 9: one log line per response that needed a rule, with each rule. The
+    line is the adapters' observer's (adapter_support.metrics), written from the one Summary the
+    turn reports; the core itself writes to no logger, at any level."""
     from harmony_plugins.adapter_support.metrics import Counting
 
     seen = []
@@ -204,7 +204,7 @@ def test_summary_is_reported_once_and_the_core_logs_nothing(caplog):
     assert seen[0].recoveries == {"free_text": 1}
     assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
         ("harmony_ext.test_turn", logging.INFO,
-         "harmony-ext recovered malformed model output: free_text=1")]
+         "harmony-ext: request=- rules=free_text(final)")]
 
 
 def test_leaks_are_reported_with_an_excerpt():
@@ -216,6 +216,67 @@ def test_leaks_are_reported_with_an_excerpt():
     text = "<|channel|>final<|message|>use commentary to=functions.get_weather json now<|return|>"
     turn.feed_text(text, finish="stop")
     assert len(seen[1].leaks) == 1 and "to=functions.get_weather" in seen[1].leaks[0]
+
+
+# What each rule touched and each call's outcome, by the contract's sections: a dropped call by
+# its name (3, 10), a forged turn by its role (2), a rule inside a message by that message's
+# channel as written (2, 3) or its call's name (4), text a rule makes content as `final` (2),
+# nothing outside any message (2). (output, request, applied, calls)
+TOUCHED = [
+    ('<|channel|>commentary to=functions.lookup <|constrain|>json<|message|>{"q": 1}<|end|>'
+     "<|start|>assistant<|channel|>final<|message|>Hi<|end|><|start|>user<|message|>more",
+     {}, {("undeclared_function", "lookup"): 1, ("forged_turn", "user"): 1,
+          ("after_end_of_turn", ""): 1}, [("lookup", "undeclared")]),
+    ('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>'
+     '{"city": "Paris"}]<|call|>', {},
+     {("after_json_value", "get_weather"): 1}, [("get_weather", "surfaced")]),
+    ("<|channel|>comment<|message|>x<|end|><|channel|>final<|message|>a<|constrain|>b<|end|>",
+     {}, {("unknown_channel", "comment"): 1, ("stray_marker", "final"): 1}, []),
+    ("<|channel|>final<|message|>a<|end|>Removing it now.<|start|>assistant<|channel|>analysis"
+     " to=browser.search<|message|>{}<|call|>", {},
+     {("free_text", "final"): 1, ("undeclared_recipient", "browser.search"): 1}, []),
+    (CALL + CALL.replace("Paris", "Rome"), {"parallel_tool_calls": False},
+     {("parallel_calls_refused", "get_weather"): 1}, [("get_weather", "surfaced")]),
+    ("<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>{}<|end|>", {},
+     {("forged_turn", "functions.get_weather"): 1, ("after_end_of_turn", ""): 1}, []),
+]
+
+
+@pytest.mark.parametrize("text, options, applied, calls", TOUCHED)
+def test_the_summary_names_what_each_rule_touched_and_each_call(text, options, applied, calls):
+    seen = []
+    Turn(Request([WEATHER], **options), observer=seen.append).feed_text(text, finish="stop")
+    summary = seen[0]
+    assert (summary.applied, summary.calls) == (applied, calls)
+    # the same counts as the counters read, rule by rule and outcome by outcome
+    by_rule: dict[str, int] = {}
+    for (rule, _at), n in applied.items():
+        by_rule[rule] = by_rule.get(rule, 0) + n
+    assert summary.recoveries == by_rule
+    assert summary.outcomes == {o: [c[1] for c in calls].count(o) for _, o in calls}
+    assert summary.needed_rules
+
+
+@pytest.mark.parametrize("text, needed", [
+    (CALL, False),  # a clean call: nothing to say
+    ("<|channel|>final<|message|>Hi<|return|>", False),
+    (CALL.replace('"Paris"', "3"), True),  # schema_mismatch: an outcome, no recovery
+    ("<|channel|>final<|message|>use commentary to=functions.get_weather json now<|return|>",
+     True),  # a suspected leak alone
+])
+def test_needed_rules_is_false_only_for_a_response_that_needed_none(text, needed):
+    seen = []
+    Turn(Request([WEATHER]), observer=seen.append).feed_text(text, finish="stop")
+    assert seen[0].needed_rules is needed
+    assert seen[0].recoveries == {}
+
+
+def test_an_unchecked_schema_is_a_rule_the_response_needed():
+    seen = []
+    tool = variant(None, {"type": "object", "properties": {"city": {"$ref": "#/nowhere"}}})
+    Turn(Request([tool]), observer=seen.append).feed_text(CALL, finish="stop")
+    assert seen[0].calls == [("get_weather", "unchecked")]
+    assert seen[0].needed_rules
 
 
 def test_each_leak_is_handed_over_in_one_step():
