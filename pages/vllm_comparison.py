@@ -5,8 +5,9 @@
 Starts two tiny CPU vLLM servers (``scripts/vllm_tiny_server.sh``, as the tests do): one with
 ``--tool-call-parser harmony-ext --reasoning-parser harmony-ext``, one with vLLM's ``openai`` /
 ``openai_gptoss``; puts every case of ``harmony_ext_testing/vllm_cases.py`` through both, chat
-streamed and not, and the Responses API for the cases marked so; records what each returns and
-writes the page. Nothing is judged here: ``tests/e2e_vllm/test_harmony_ext_server.py`` holds
+streamed and not, and the Responses API for the cases marked so, and runs the Agents SDK's agent
+of ``harmony_ext_testing/agent_run.py`` against both; records what each returns and writes the
+page. Nothing is judged here: ``tests/e2e_vllm/test_harmony_ext_server.py`` holds
 harmony-ext to the contract. The servers' logs go to a temporary folder (shown on a failed
 start); nothing but the page (``--out``) is written. About two server starts (a minute or two on
 2 cores) and a minute of requests.
@@ -22,6 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harmony_ext_testing import agent_run
 from harmony_ext_testing.vllm_cases import (
     CASES,
     CASES_BY_ID,
@@ -42,9 +44,10 @@ COMMAND = "bash pages/run.sh vllm-comparison"
 ROW_KEYS = [f"chat:{c.id}" for c in CASES] + [f"responses:{c.id}" for c in RESPONSES_CASES]
 
 
-def record(ext_url: str, builtin_url: str) -> dict[str, dict[str, dict[str, Any]]]:
-    """row key -> server ("ext" / "builtin") -> mode ("nonstream" / "stream") -> outcome."""
-    results: dict[str, dict[str, dict[str, Any]]] = {}
+def record(ext_url: str, builtin_url: str) -> dict[str, dict[str, Any]]:
+    """row key -> server ("ext" / "builtin") -> mode ("nonstream" / "stream") -> outcome;
+    for the agent's runs (``agent:chat``, ``agent:responses``), server -> a line."""
+    results: dict[str, dict[str, Any]] = {}
     for server, url in (("ext", ext_url), ("builtin", builtin_url)):
         client = client_for(url)
         for case in CASES:
@@ -55,12 +58,14 @@ def record(ext_url: str, builtin_url: str) -> dict[str, dict[str, dict[str, Any]
             results.setdefault(f"responses:{case.id}", {})[server] = {
                 "nonstream": responses_as_chat(run_responses(client, case, stream=False).outcome),
                 "stream": responses_as_chat(run_responses(client, case, stream=True).outcome)}
-        print(f"{server}: {len(CASES)} chat and {len(RESPONSES_CASES)} Responses cases recorded",
-              file=sys.stderr)
+        for api in ("chat", "responses"):  # the agent's run, recorded as one line
+            results.setdefault(f"agent:{api}", {})[server] = agent_run.outcome(url, api)
+        print(f"{server}: {len(CASES)} chat and {len(RESPONSES_CASES)} Responses cases and the "
+              "agent recorded", file=sys.stderr)
     return results
 
 
-def comparison_doc(version: str, results: dict[str, dict[str, dict[str, Any]]]) -> str:
+def comparison_doc(version: str, results: dict[str, dict[str, Any]]) -> str:
     """The markdown page, from what :func:`record` returned."""
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
@@ -98,6 +103,16 @@ def comparison_doc(version: str, results: dict[str, dict[str, dict[str, Any]]]) 
             f"in `{c.id}` the non-streamed finish_reason `{c.nonstream_finish_by_vllm}` "
             f"(the contract says `{c.finish_reason}`) is set by vLLM's chat serving, which "
             "reports `tool_calls` whenever the parser returns a call" for c in notes) + "."]
+    lines += ["", "## An agent with a typed answer and a tool", "",
+              "The OpenAI Agents SDK's `Agent(output_type=Weather, tools=[get_weather])`, run",
+              "with `Runner.run_sync` against each server, the model scripted per turn",
+              "(`harmony_ext_testing/agent_run.py`): it reasons and calls the tool, the SDK",
+              "sends the result back, the model answers in the schema. The SDK sends the tool",
+              "and the output schema together on every call.", "",
+              "| SDK model | harmony-ext | vLLM built-in |", "|---|---|---|"]
+    for api, label in (("chat", "Chat Completions"), ("responses", "Responses")):
+        row = results["agent:" + api]
+        lines.append(f"| {label} | {row['ext']} | {row['builtin']} |")
     lines += ["", "## Model outputs", ""]
     for case in CASES:
         options = {**case.request, **case.extra_body}
@@ -119,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             version = server_version(ext)
             results = record(ext, builtin)
     text = comparison_doc(version, results)
-    assert text.count("\n| ") == len(ROW_KEYS) + 1, "one row per case"
+    assert text.count("\n| ") == len(ROW_KEYS) + 1 + 3, "one row per case, two for the agent"
     args.out.write_text(text)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0

