@@ -63,23 +63,50 @@ def test_once_says_each_thing_once(caplog):
 
 
 def test_the_adapters_observer_writes_the_responses_log_line(caplog):
-    """Contract section 9: one log line per response that needed a recovery (and a warning for
-    a suspected leak), written by the adapters' observer in the adapter's logger; none for a
-    clean response."""
+    """Contract section 9: one log line per response that needed a rule, naming the request,
+    each rule with what it touched, each call's outcome and the suspected leaks (a WARNING when
+    it holds one), written by the adapters' observer in the adapter's logger; none for a
+    response that needed no rule."""
     from harmony_plugins import Summary
     from harmony_plugins.adapter_support.metrics import Counting
 
     observe = Counting(logging.getLogger("harmony_ext.test_counting"), count=False)
+    forged = Summary({"undeclared_function": 1, "forged_turn": 1, "after_json_value": 2},
+                     {"undeclared": 1, "surfaced": 1}, [],
+                     {("undeclared_function", "lookup"): 1, ("after_json_value", "get_weather"): 2,
+                      ("forged_turn", "user"): 1},
+                     [("lookup", "undeclared"), ("get_weather", "surfaced")])
     with caplog.at_level(logging.INFO, logger="harmony_ext.test_counting"):
-        observe(Summary({"free_text": 1, "after_json_value": 2}, {"surfaced": 1}, []))
-        observe(Summary({}, {"surfaced": 1}, []))
+        observe.for_request("chatcmpl-42")(forged)
+        observe.for_request("chatcmpl-43")(Summary({}, {"surfaced": 1}, [], {},
+                                                   [("get_weather", "surfaced")]))
         observe(Summary({}, {}, ["<|end|>"]))
+        observe.for_request("7")(Summary({"after_end_of_turn": 1}, {"schema_mismatch": 1}, [],
+                                         {("after_end_of_turn", ""): 1},
+                                         [("Web Search", "schema_mismatch")]))
     assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
-        (logging.INFO, "harmony-ext recovered malformed model output: after_json_value=2, "
-                       "free_text=1"),
-        (logging.WARNING, "harmony-ext: 1 suspected markup leak(s) in visible text, first: "
-                          "'<|end|>'"),
+        (logging.INFO, "harmony-ext: request=chatcmpl-42 rules=undeclared_function(lookup),"
+                       "after_json_value(get_weather)*2,forged_turn(user) "
+                       "calls=lookup:undeclared,get_weather:surfaced"),
+        (logging.WARNING, "harmony-ext: request=- leaks=1 first='<|end|>'"),
+        (logging.INFO, 'harmony-ext: request=7 rules=after_end_of_turn '
+                       'calls="Web Search":schema_mismatch'),
     ]
+
+
+def test_a_long_line_lists_the_first_rules_and_counts_the_rest():
+    from harmony_plugins import Summary
+    from harmony_plugins.adapter_support.metrics import SHOWN, report_line
+
+    names = [f"f{i}" for i in range(SHOWN + 3)]
+    summary = Summary({"undeclared_function": len(names)}, {"undeclared": len(names)}, [],
+                      {("undeclared_function", n): 1 for n in names},
+                      [(n, "undeclared") for n in names])
+    line = report_line(summary, "r")
+    assert line is not None
+    rules_part, calls_part = line.split(" ")[2:]
+    assert rules_part.split(",")[SHOWN - 1:] == [f"undeclared_function(f{SHOWN - 1})", "+3_more"]
+    assert calls_part.split(",")[SHOWN - 1:] == [f"f{SHOWN - 1}:undeclared", "+3_more"]
 
 
 def test_the_adapters_observer_never_fails_a_response(caplog):

@@ -65,6 +65,15 @@ _observe = metrics.Counting(logger)
 _once = Once(logger)
 
 
+def response_id(request: Any) -> str | None:
+    """The id vLLM gives the chat completion of ``request``, and names in its own request log:
+    ``chatcmpl-`` and the request's ``request_id`` (its serving builds it so; a client's
+    ``X-Request-Id`` header takes the ``request_id``'s place there, and a parser is never
+    shown the header). None without a request."""
+    request_id = getattr(request, "request_id", None)
+    return f"chatcmpl-{request_id}" if isinstance(request_id, str) else None
+
+
 class HarmonyExtParser(HarmonyParser):
     """One request's parser (vLLM builds one per request and choice).
 
@@ -83,6 +92,7 @@ class HarmonyExtParser(HarmonyParser):
         self._past_reasoning = 0
         # Responses: the message being streamed, and its text so far
         self._open: tuple[MessageBegin | None, list[str]] = (None, [])
+        self._response_id: str | None = None  # Responses: bound by vllm_ext.items
 
     # -- the turn ----------------------------------------------------------------------
 
@@ -94,9 +104,16 @@ class HarmonyExtParser(HarmonyParser):
             tools, getattr(request, "tool_choice", None), pass_undeclared(os.environ),
             parallel_tool_calls=getattr(request, "parallel_tool_calls", None) is not False,
             recover_text_calls=text_calls.switched_on(os.environ, _once))
+        observer = _observe.for_request(self._response_id or response_id(request))
         turn = self._turn = Turn(rules, self._vocab, id_factory=make_tool_call_id,
-                                 observer=_observe, events=events)
+                                 observer=observer, events=events)
         return turn
+
+    def bind_response_id(self, response_id: str | None) -> None:
+        """The id of the Responses API response this parser is for (vLLM hands its Responses
+        parsers no request; the hook on ``_make_response_parser`` in :mod:`vllm_ext.items`
+        does), named in the per-response log line."""
+        self._response_id = response_id
 
     def _feed(self, token_ids: Sequence[int], request: Any, finished: bool) -> Step:
         turn = self._turn or self._start(request)

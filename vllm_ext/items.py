@@ -22,6 +22,11 @@ as if the turn were answered. With a ``harmony-ext`` parser selected, two hooks 
   uses too). The instructions, system and developer messages and user items stay vLLM's, as
   does the rendering.
 
+- **which response**: vLLM hands its Responses parsers no request, so the per-response log line
+  (:mod:`harmony_plugins.adapter_support.metrics`) could not name it; the parser vLLM's
+  ``OpenAIServingResponses._make_response_parser`` makes for a request is given the request's
+  ``request_id``, the response's ``id``.
+
 With ``previous_response_id`` vLLM renders the stored Harmony messages of the previous
 response, which our parser completed with the channel each counts as (a preamble on
 ``commentary``); the core names the outputs sent with it from that response's calls. Where the
@@ -52,16 +57,19 @@ SERVING = "vllm.entrypoints.openai.responses.serving"
 RENDERER = "vllm.renderers.online_renderer"
 RENDER_METHOD = "_render_responses_with_harmony"
 CONVERT = "response_input_to_harmony"
+RESPONSES = "OpenAIServingResponses"
+MAKE_PARSER = "_make_response_parser"
 OUTPUT_HOOKS = {  # the serving module's name -> the parameter holding the Harmony message
     "harmony_to_response_output": "message",
     "emit_content_delta_events": "segment",
     "emit_previous_item_done_events": "previous_item",
 }
 WRAPS = (*(f"{SERVING}.{name}" for name in OUTPUT_HOOKS),
-         f"{RENDERER}.OnlineRenderer.{RENDER_METHOD}", f"{RENDERER}.{CONVERT}")
+         f"{RENDERER}.OnlineRenderer.{RENDER_METHOD}", f"{RENDERER}.{CONVERT}",
+         f"{SERVING}.{RESPONSES}.{MAKE_PARSER}")
 """The engine functions this module wraps in place."""
 OFF = ("Responses API items are vLLM's own (message items carry no phase; assistant messages "
-       "sent back are rendered as answers)")
+       "sent back are rendered as answers; the log line names no response)")
 """What is lost where :func:`check` finds something missing."""
 _once = Once(logger)
 _active = False
@@ -95,6 +103,9 @@ def check() -> str | None:
         return f"{RENDERER}.OnlineRenderer.{RENDER_METHOD} does not exist"
     if "request" not in inspect.signature(getattr(owner, RENDER_METHOD)).parameters:
         return f"{RENDERER}.OnlineRenderer.{RENDER_METHOD} takes no request"
+    make = getattr(getattr(serving, RESPONSES, None), MAKE_PARSER, None)
+    if not callable(make) or list(inspect.signature(make).parameters)[1:2] != ["request"]:
+        return f"{SERVING}.{RESPONSES}.{MAKE_PARSER} does not take request first"
     return _first_parameter(renderer, CONVERT, "response_msg")
 
 
@@ -116,6 +127,7 @@ def install() -> None:
     renderer = importlib.import_module(RENDERER)
     hooks.wrap_once(renderer.OnlineRenderer, RENDER_METHOD, _render_wrapper)
     hooks.wrap_once(renderer, CONVERT, _convert_wrapper)
+    hooks.wrap_once(getattr(serving, RESPONSES), MAKE_PARSER, _parser_wrapper)
 
 
 # -- out: the phase of message items -------------------------------------------------------
@@ -185,3 +197,19 @@ def _convert_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
         return original(response_msg, *args, **kwargs)
 
     return response_input_to_harmony
+
+
+# -- which response: the id for the log line ----------------------------------------------
+
+
+def _parser_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def make_response_parser(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        parser = original(self, request, *args, **kwargs)
+        bind = getattr(parser, "bind_response_id", None)  # ours: a harmony-ext parser
+        request_id = getattr(request, "request_id", None)
+        if bind is not None and isinstance(request_id, str):
+            bind(request_id)
+        return parser
+
+    return make_response_parser

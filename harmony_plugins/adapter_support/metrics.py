@@ -9,19 +9,24 @@ engine has set the mode up), never at import or plugin registration.
 
 A :class:`~harmony_plugins._turn.Turn` hands its :class:`~harmony_plugins._turn.Summary` to
 a :class:`Counting` observer, which also writes the contract's one log line per response that
-needed a recovery (and a warning for suspected leaks): the core logs nothing, so the line is
-written here, in the adapter's logger. ``unchecked`` calls (a schema was declared but could not
-be applied) are counted as ``surfaced`` (``rules.outcome_label``: the contract's label set is
-closed); a warning says so once per process. SGLang's adapter also counts, apart, the broken
-links between its two detectors (:func:`count_link_error`): an error of the glue, not of the
-model's output.
+needed a rule (:func:`report_line`): the core logs nothing, so the line is written here, in the
+adapter's logger, naming the request the adapter bound the observer to
+(:meth:`Counting.for_request`), so that a complaint about one request can be traced to what the
+parse did to it. ``unchecked`` calls (a schema was declared but could not be applied) are
+counted as ``surfaced`` (``rules.outcome_label``: the contract's label set is closed); a
+warning says so once per process. SGLang's adapter also counts, apart, the broken links
+between its two detectors (:func:`count_link_error`): an error of the glue, not of the model's
+output.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from harmony_plugins import Summary, rules
@@ -89,12 +94,60 @@ def count_link_error(kind: str, log: logging.Logger) -> None:
         log.exception("harmony-ext: counting a broken detector link failed")
 
 
+UNKNOWN_REQUEST = "-"
+"""What the line names when the adapter could not tell the request (an engine's classes used
+outside its server)."""
+SHOWN = 20
+"""The most rules, and calls, one line lists; the rest are counted (``+N_more``)."""
+_PLAIN = re.compile(r"[\w.\-]+")
+
+
+def _word(value: str) -> str:
+    """A name or channel as the line shows it: as written when it is a plain word, else quoted
+    (a declared name may hold spaces, commas or parentheses; the model may write anything)."""
+    return value if _PLAIN.fullmatch(value) else json.dumps(value, ensure_ascii=False)
+
+
+def _listed(items: list[str]) -> str:
+    more = len(items) - SHOWN
+    return ",".join(items[:SHOWN]) + (f",+{more}_more" if more > 0 else "")
+
+
+def report_line(summary: Summary, request_id: str | None) -> str | None:
+    """The one log line of a response that needed a rule, or None for one that needed none
+    (:attr:`Summary.needed_rules`).
+
+    ``harmony-ext: request=ID rules=RULE(AT)*N,... calls=NAME:OUTCOME,... leaks=N first=EXCERPT``:
+    the engine's request id (:data:`UNKNOWN_REQUEST` when not known); each rule applied, in the
+    order first applied, with what it touched (``Summary.applied``: a call's name, a forged
+    turn's role, a message's channel; nothing shown for text outside any message) and how often
+    when more than once; each call the model wrote with its outcome, in order; the suspected
+    leaks with the first one's excerpt. Parts with nothing to say are left out.
+    """
+    if not summary.needed_rules:
+        return None
+    parts = [f"harmony-ext: request={request_id or UNKNOWN_REQUEST}"]
+    if summary.applied:
+        parts.append("rules=" + _listed([
+            (f"{rule}({_word(at)})" if at else rule) + (f"*{n}" if n > 1 else "")
+            for (rule, at), n in summary.applied.items()]))
+    if summary.calls:
+        parts.append("calls=" + _listed([f"{_word(name)}:{outcome}"
+                                         for name, outcome in summary.calls]))
+    if summary.leaks:
+        parts.append(f"leaks={len(summary.leaks)} first={summary.leaks[0][:80]!r}")
+    return " ".join(parts)
+
+
 class Counting:
     """The observer adapters give their turns: logs what a finished response has to say in the
     engine's own log (``log``: the adapter's logger, which the engine's logging configuration
     shows; a logger outside it would be lost), and counts it on ``/metrics`` unless ``count`` is
     False (SGLang serves ``/metrics`` only with ``--enable-metrics``). It never raises: counting
-    must never fail a response."""
+    must never fail a response.
+
+    Called with a summary alone it names no request; :meth:`for_request` gives a turn an
+    observer that names its request."""
 
     __slots__ = ("log", "count", "warned_unchecked")
 
@@ -104,20 +157,28 @@ class Counting:
         self.warned_unchecked = False
 
     def __call__(self, summary: Summary) -> None:
+        self.report(summary, None)
+
+    def for_request(self, request_id: str | None) -> Callable[[Summary], None]:
+        """This observer for one turn of the request ``request_id`` (the id the engine
+        reports to the client and in its own log)."""
+
+        def observe(summary: Summary) -> None:
+            self.report(summary, request_id)
+
+        return observe
+
+    def report(self, summary: Summary, request_id: str | None) -> None:
+        """Log the response's line (:func:`report_line`; WARNING when it holds a suspected
+        leak, else INFO) and count it."""
         try:
-            self._log(summary)
+            line = report_line(summary, request_id)
+            if line is not None:
+                self.log.log(logging.WARNING if summary.leaks else logging.INFO, "%s", line)
             if self.count:
                 self._count(summary)
         except Exception:
             self.log.exception("harmony-ext: reporting the response's counts failed")
-
-    def _log(self, summary: Summary) -> None:
-        if summary.recoveries:
-            self.log.info("harmony-ext recovered malformed model output: %s",
-                          ", ".join(f"{k}={v}" for k, v in sorted(summary.recoveries.items())))
-        if summary.leaks:
-            self.log.warning("harmony-ext: %d suspected markup leak(s) in visible text, first: "
-                             "%r", len(summary.leaks), summary.leaks[0][:80])
 
     def _count(self, summary: Summary) -> None:
         found = counters(self.log)

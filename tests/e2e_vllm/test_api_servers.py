@@ -44,7 +44,7 @@ SERVERS = 2
 # vLLM prefixes every log line of a child process with its name: "(ApiServer_1 pid=42) ".
 PROCESS = re.compile(r"^\((ApiServer_\d+) pid=\d+\)")
 REGISTERED = "harmony-ext: registered tool and reasoning parser"
-RECOVERED = "harmony-ext recovered malformed model output"
+RECOVERED = "harmony-ext: request="  # the line of a response that needed a rule
 
 
 def serve_missing() -> str | None:

@@ -136,8 +136,9 @@ def _wait_for(log: Path, needle: str, timeout: float = 15.0) -> bool:
 
 def test_promised_log_lines_reach_the_server_log(openai_client: Any,
                                                  vllm_server_log: Path) -> None:
-    """The plugin's start-up line, a recovery line and the unchecked-schema warning are in
-    vLLM's own log (a line logged where vLLM's logging does not show it is lost)."""
+    """The plugin's start-up line, a response's line (naming the response's id, each rule and
+    each call) and the unchecked-schema warning are in vLLM's own log (a line logged where
+    vLLM's logging does not show it is lost)."""
     assert _wait_for(vllm_server_log, "harmony-ext: registered tool and reasoning parser")
     # A declared schema jsonschema cannot apply: the call is counted, and the log says so.
     bogus = [variant(None, {"type": "bogus"})]
@@ -146,11 +147,11 @@ def test_promised_log_lines_reach_the_server_log(openai_client: Any,
         extra_body={"vllm_xargs": {"script_text": CALL_W + PARIS + "]<|call|>"}})
     assert response.choices[0].message.tool_calls[0].function.arguments == PARIS
     assert _wait_for(vllm_server_log, "a tool declares parameters that could not be checked")
-    assert _wait_for(vllm_server_log,
-                     "harmony-ext recovered malformed model output: after_json_value=1")
+    assert _wait_for(vllm_server_log, f"harmony-ext: request={response.id} "
+                     "rules=after_json_value(get_weather) calls=get_weather:unchecked\n")
     # A header written as prose in the answer: flagged, with its excerpt.
-    openai_client.chat.completions.create(
+    response = openai_client.chat.completions.create(
         model=MODEL, messages=MESSAGES, extra_body={"vllm_xargs": {"script_text": (
             "<|channel|>final<|message|>Now commentary to=functions.get_weather json "
             "please.<|return|>")}})
-    assert _wait_for(vllm_server_log, "suspected markup leak(s) in visible text")
+    assert _wait_for(vllm_server_log, f"harmony-ext: request={response.id} leaks=1 first=")
