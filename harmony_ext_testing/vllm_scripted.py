@@ -1,7 +1,12 @@
 """Force a real vLLM to emit a scripted token sequence (end-to-end tests only).
 
-A tiny random-weight model emits noise, so the e2e tests drive it with this v1
-logits processor. It is loaded only when named on the command line::
+A tiny random-weight model emits noise, so the e2e tests drive it with a logits processor of
+this module, of the interface the vLLM's model runner loads: :class:`ScriptedOutputProcessor`
+(vLLM's V2 interface: 0.34, whose runner is the V2 one, and any vLLM on its V2 runner) or
+:class:`ScriptedOutputProcessorV1` (the V1 interface: 0.32 and 0.33, whose CPU runner is the V1
+one; 0.34 removed it). Both replay the same scripts. It is loaded only when named on the
+command line, as ``scripts/vllm_tiny_server.sh`` does for the installed vLLM
+(harmony_ext_testing/vllm_runner.py chooses)::
 
     --logits-processors harmony_ext_testing.vllm_scripted:ScriptedOutputProcessor
 
@@ -59,7 +64,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from vllm.exceptions import VLLMValidationError
-from vllm.v1.sample.logits_processor import AdapterLogitsProcessor
+
+try:  # the V2 model runner's interface: every vLLM from 0.32 to 0.34, the only one 0.34 has
+    from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor
+except ImportError:
+    LogitsProcessor = None
+try:  # the V1 model runner's interface: vLLM 0.32 and 0.33 (0.34 removed it with that runner)
+    from vllm.v1.sample.logits_processor import AdapterLogitsProcessor
+except ImportError:
+    AdapterLogitsProcessor = None
 
 import harmony_plugins
 import vllm_ext
@@ -69,9 +82,11 @@ from harmony_plugins.harmony import SPECIAL_IDS, VOCAB_SIZE
 if TYPE_CHECKING:
     from vllm.config import VllmConfig
     from vllm.sampling_params import SamplingParams
+    from vllm.v1.worker.gpu.sample.logits_processor import LogitsContext, LogitsProcRequestState
 
 __all__ = ["SCRIPT_BY_CALLS_KEY", "SCRIPT_BY_SEED_KEY", "SCRIPT_ECHO_KEY", "SCRIPT_IDS_KEY",
-           "SCRIPT_TEXT_KEY", "Script", "ScriptedOutputProcessor", "echoed_ids", "read_script"]
+           "SCRIPT_TEXT_KEY", "Script", "ScriptedOutputProcessor", "ScriptedOutputProcessorV1",
+           "echoed_ids", "read_script"]
 
 logger = logging.getLogger("vllm.harmony_ext_testing")  # vLLM's handler prints it
 logger.info("%s %s %s", LOADED_FROM, vllm_ext.__file__, harmony_plugins.__file__)
@@ -266,23 +281,23 @@ class _ByCalls:
         return self.forced(output_ids, logits)
 
 
-class ScriptedOutputProcessor(AdapterLogitsProcessor):
-    """vLLM v1 logits processor that replays ``vllm_xargs`` scripts (tests only)."""
+class _Scripts:
+    """What the processors of both interfaces share: each request's forcing state, built from
+    its sampling parameters with the tokenizer vLLM loaded."""
+
+    _model_config: Any
+    _vocab_size: int
+    _tokenizer: Any
 
     @classmethod
     def validate_params(cls, sampling_params: SamplingParams) -> None:
         """Reject malformed scripts at admission (API server process) with HTTP 400."""
         read_script(sampling_params.extra_args)
 
-    def __init__(self, vllm_config: VllmConfig, device: torch.device, is_pin_memory: bool):
-        super().__init__(vllm_config, device, is_pin_memory)
+    def _setup(self, vllm_config: VllmConfig) -> None:
         self._model_config = vllm_config.model_config
         self._vocab_size = vllm_config.model_config.get_vocab_size()
-        self._tokenizer: Any = None
-
-    def is_argmax_invariant(self) -> bool:
-        """False: forcing a token changes the argmax, so greedy requests need it too."""
-        return False
+        self._tokenizer = None
 
     def _encode(self, text: str) -> list[int]:
         # The tokenizer vLLM loaded for this model (cached per process): its added
@@ -319,3 +334,66 @@ class ScriptedOutputProcessor(AdapterLogitsProcessor):
             return None
         end_id = RETURN_ID if self._vocab_size > RETURN_ID else ids[-1]
         return _ForcedTokens(ids, end_id)
+
+
+if LogitsProcessor is not None:  # on every vLLM harmony-ext supports
+
+    class ScriptedOutputProcessor(_Scripts, LogitsProcessor):
+        """vLLM's V2 custom logits processor that replays ``vllm_xargs`` scripts (tests only):
+        the interface of vLLM's V2 model runner (``vllm.v1.worker.gpu.sample.
+        logits_processor``, in every vLLM from 0.32 to 0.34), the only one 0.34 has.
+
+        State is kept per request slot (``add_request`` replaces a slot's whole state: slots
+        are reused). A row's output position is told by its input position: the row at ``pos``
+        samples the output token ``pos + 1 - prompt_len``, whatever the batch's order or a
+        speculative step.
+        """
+
+        def __init__(self, vllm_config: VllmConfig, req_states: LogitsProcRequestState) -> None:
+            self._setup(vllm_config)
+            self._states = req_states
+            self._forcing: dict[int, _ForcedTokens | _EchoPrompt | _ByCalls] = {}
+
+        def add_request(self, req_idx: int, sampling_params: SamplingParams) -> bool:
+            """The slot's forcing state; False (logits untouched) for a request without one."""
+            state = self.new_req_logits_processor(sampling_params)
+            if state is None:
+                self._forcing.pop(req_idx, None)
+                return False
+            self._forcing[req_idx] = state
+            return True
+
+        def apply(self, logits: torch.Tensor, ctx: LogitsContext) -> torch.Tensor:
+            """Each scripted row allows its next token alone."""
+            if not self._forcing:
+                return logits
+            all_ids = self._states.all_token_ids.gpu
+            rows = zip(ctx.expanded_idx_mapping.tolist(), ctx.pos.tolist(), strict=True)
+            for row, (slot, pos) in enumerate(rows):
+                state = self._forcing.get(slot)
+                if state is None:
+                    continue
+                prompt_len = int(self._states.prompt_len.np[slot])
+                output = all_ids[slot, prompt_len:pos + 1]  # its length is the output position
+                if isinstance(state, _ForcedTokens):
+                    state(output, logits[row])
+                else:
+                    state(all_ids[slot, :prompt_len].tolist(), output, logits[row])
+            return logits
+
+
+if AdapterLogitsProcessor is not None:  # not on vLLM 0.34
+
+    class ScriptedOutputProcessorV1(_Scripts, AdapterLogitsProcessor):
+        """vLLM's V1 logits processor that replays ``vllm_xargs`` scripts (tests only): the
+        interface of vLLM's V1 model runner, which the CPU runs on vLLM 0.32 and 0.33 (their
+        V2 runner requires Triton)."""
+
+        def __init__(self, vllm_config: VllmConfig, device: torch.device,
+                     is_pin_memory: bool) -> None:
+            super().__init__(vllm_config, device, is_pin_memory)
+            self._setup(vllm_config)
+
+        def is_argmax_invariant(self) -> bool:
+            """False: forcing a token changes the argmax, so greedy requests need it too."""
+            return False

@@ -6,7 +6,11 @@
 # Runs in the foreground (exec: SIGTERM to this pid stops the server and all its
 # processes). Needs .venv-vllm (scripts/setup_vllm_env.sh). Builds the model into
 # .cache/tiny-gpt-oss on first use (seconds). Output is scripted per request through
-# vllm_xargs (harmony_ext_testing/vllm_scripted.py), since random weights emit noise.
+# vllm_xargs (harmony_ext_testing/vllm_scripted.py), since random weights emit noise; the
+# logits processor is the one of this vLLM's model runner, and a vLLM that cannot run a
+# model here (0.34 on this CPU) serves with the worker that runs the model scripted
+# (harmony_ext_testing/vllm_runner.py says which, vllm_scripted_worker.py), `vllm serve`
+# whatever VLLM_ENTRY says.
 #
 # Environment:
 #   TOOL_PARSER       --tool-call-parser name (default: ours, "harmony-ext"; vLLM's
@@ -82,10 +86,30 @@ case "${VLLM_ENTRY:-api_server}" in
         ;;
 esac
 
+# The scripted processor of this vLLM's model runner, and what runs the model
+# (harmony_ext_testing/vllm_runner.py): vLLM's own runner, or, where this vLLM cannot run a
+# model here (0.34 on this CPU), `vllm serve` with the scripted worker in its place.
+choice="$("$PY" -m harmony_ext_testing.vllm_runner)" || exit 3
+read -r processor runs <<<"$choice"
+runner_args=()
+case "$processor $runs" in
+    "ScriptedOutputProcessorV1 model") export VLLM_USE_V2_MODEL_RUNNER=0 ;;
+    "ScriptedOutputProcessor model") ;;
+    "ScriptedOutputProcessor scripted")
+        entry=(-m harmony_ext_testing.vllm_scripted_worker serve "$MODEL_DIR")
+        runner_args=(--worker-cls harmony_ext_testing.vllm_scripted_worker.ScriptedWorker)
+        ;;
+    *)
+        echo "$0: harmony_ext_testing.vllm_runner said '$processor $runs'" >&2
+        exit 2
+        ;;
+esac
+
 exec "$PY" "${entry[@]}" \
     --served-model-name tiny-gpt-oss \
     --host 127.0.0.1 --port "$PORT" \
     --enforce-eager \
-    --logits-processors harmony_ext_testing.vllm_scripted:ScriptedOutputProcessor \
+    --logits-processors "harmony_ext_testing.vllm_scripted:$processor" \
+    "${runner_args[@]}" \
     "${parser_args[@]}" \
     "$@"
