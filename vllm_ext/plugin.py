@@ -28,8 +28,8 @@ from harmony_plugins.adapter_support.versions import release
 from . import guard, items, prompt
 
 NAME = "harmony-ext"
-SUPPORTED = ((0, 32), (0, 33))
-"""vLLM minor versions this adapter was checked against."""
+SUPPORTED = ((0, 32), (0, 33), (0, 34))
+"""vLLM minor versions this adapter was checked against (each has a test tier)."""
 
 logger = logging.getLogger("vllm.harmony_ext")
 

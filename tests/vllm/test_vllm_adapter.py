@@ -146,6 +146,7 @@ def test_the_hook_takes_what_vllm_resolved_with_its_own_defaults(tokenizer):
 def test_a_failure_in_the_hook_is_one_log_line_and_a_clean_exit(tokenizer, monkeypatch,
                                                                    caplog):
     plugin.register()
+    caplog.clear()  # what registering said (on a vLLM outside the checked set, a warning)
 
     def broken(*args):
         raise KeyError("tool_strict_level")
@@ -162,7 +163,23 @@ def test_a_failure_in_the_hook_is_one_log_line_and_a_clean_exit(tokenizer, monke
     assert len(lines) == 1
     assert lines[0].startswith(f"harmony-ext: on vLLM {vllm.__version__}, building the "
                                "parser failed: KeyError: 'tool_strict_level'.")
-    assert "supports vLLM 0.32, 0.33" in lines[0]
+    assert "supports vLLM 0.32, 0.33, 0.34" in lines[0]
+
+
+@pytest.mark.parametrize(("version", "warned"), [
+    (vllm.__version__, False), ("0.32.1", False), ("0.33.0", False), ("0.34.0", False),
+    ("0.31.0", True), ("0.35.0", True), ("1.0.0", True),
+])
+def test_a_vllm_outside_the_checked_set_is_warned_about(monkeypatch, caplog, version, warned):
+    """0.32, 0.33 and 0.34 each have a tier; another version gets one warning line."""
+    monkeypatch.setattr(vllm, "__version__", version)
+    with caplog.at_level(logging.INFO, logger="vllm.harmony_ext"):
+        plugin.register()
+    warnings = [r.getMessage() for r in caplog.records
+                if r.name == "vllm.harmony_ext" and r.levelno == logging.WARNING]
+    assert warnings == ([f"harmony-ext: vLLM {version} is outside the checked range "
+                         "(0.32, 0.33, 0.34); the hook points exist, so it is enabled anyway."]
+                        if warned else [])
 
 
 @pytest.mark.parametrize(("argv", "selected"), [
@@ -379,10 +396,10 @@ def call(name: str, arguments: str) -> str:
 ])
 def test_the_request_s_full_tools_reach_the_checks(parser_cls, tokenizer, monkeypatch, text,
                                                    outcomes):
-    from vllm_ext import harmony_parser
+    from harmony_plugins.adapter_support.metrics import Counting
 
     seen = []
-    monkeypatch.setattr(harmony_parser, "_observe", seen.append)
+    monkeypatch.setattr(Counting, "report", lambda self, summary, request_id: seen.append(summary))
     req = ChatCompletionRequest(model="tiny", messages=[{"role": "user", "content": "hi"}],
                                 tools=SCHEMA_TOOLS)
     parser_cls(tokenizer, req.tools).parse("", req, True, tokenizer.encode(text))
