@@ -13,8 +13,9 @@
 # Environment:
 #   PYTHON           interpreter for the venv (default: python3.11)
 #   VENV_GPU         the venv (default: .venv-gpu)
-#   VLLM_REQ         the vLLM requirement (default: vllm==0.33.0, the newest on PyPI when
-#                    written; vllm==0.32.0 works the same)
+#   VLLM_REQ         the vLLM requirement (default: vllm==0.34.0, the newest on PyPI when
+#                    written; the scripted model runs through vLLM's V2 logits-processor
+#                    interface there, harmony_ext_testing/vllm_runner.py)
 #   GPU_SERVER_ARGS  extra server flags, e.g. "--attention-backend TRITON_ATTN"
 #   VLLM_START_TIMEOUT_S  server start-up limit (default here: 600 s)
 set -euo pipefail
@@ -22,7 +23,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VENV_GPU:-$ROOT/.venv-gpu}"
 PYTHON="${PYTHON:-python3.11}"
-VLLM_REQ="${VLLM_REQ:-vllm==0.33.0}"
+VLLM_REQ="${VLLM_REQ:-vllm==0.34.0}"
 EXTRA=(openai pytest)
 
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then

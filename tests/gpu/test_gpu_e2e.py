@@ -1,6 +1,6 @@
 """The end-to-end case suite on a CUDA GPU, with the regular vLLM wheel.
 
-Run it with ``scripts/gpu_e2e.sh``: that script makes ``.venv-gpu`` (vLLM 0.33 from PyPI,
+Run it with ``scripts/gpu_e2e.sh``: that script makes ``.venv-gpu`` (vLLM 0.34 from PyPI,
 this package editable), builds the tiny gpt-oss model and runs this file, which starts
 the real OpenAI server (``vllm serve``, parsers ``harmony-ext``, scripted output) on the
 GPU twice, with one API server and with ``--api-server-count 2``, and puts every case of
