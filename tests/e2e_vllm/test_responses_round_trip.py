@@ -50,6 +50,9 @@ ANSWERED = ("<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|chann
 AS_WRITTEN = (*user(USER), *analysis("Need weather."), *preamble("Checking now."),
               *call("get_weather", PARIS), *result("get_weather", HOT), START, "assistant")
 """Turn 2's prompt from the user's message on: turn 1 as the model wrote it, then the result."""
+NO_ANALYSIS = (*user(USER), *preamble("Checking now."), *call("get_weather", PARIS),
+               *result("get_weather", HOT), START, "assistant")
+"""The same with turn 1's reasoning item sent back without its text: no analysis."""
 AS_ANSWER = (*user(USER), *final("Checking now."), *call("get_weather", PARIS),
              *result("get_weather", HOT), START, "assistant")
 """What vLLM alone renders: the preamble as an answer, so the analysis before it dropped."""
@@ -132,6 +135,26 @@ def test_without_phase_the_call_after_a_message_makes_it_the_preamble(vllm_serve
     assert [item.get("phase") for item in sent_back(first)] == [None, "commentary", None]
     got = prompt_of(client, input=[{"role": "user", "content": USER}, *items, output_of(first)])
     want = token_ids(encoding, list(AS_WRITTEN))
+    assert tail(got, want) == want
+
+
+@pytest.mark.parametrize("placeholder", [
+    {"type": "reasoning", "summary": []},
+    {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Weather."}],
+     "encrypted_content": "gAAA"},
+], ids=["no_content", "summary_only"])
+def test_a_reasoning_item_without_text_renders_nothing(vllm_server: str, encoding: Any,
+                                                       placeholder: dict[str, Any]) -> None:
+    """A client that keeps a reasoning item but not its text (a placeholder, or a summary):
+    there is no analysis to render (contract section 8), on every vLLM; vLLM 0.34's own
+    conversion would put an empty assistant message there."""
+    client = client_for(vllm_server)
+    first = turn_one(client)
+    items = [{**placeholder, "id": item["id"]} if item["type"] == "reasoning" else item
+             for item in sent_back(first)]
+    got = prompt_of(client, input=[{"role": "user", "content": USER}, *items, output_of(first)])
+    want = token_ids(encoding, list(NO_ANALYSIS))
+    assert shown(encoding, tail(got, want)) == shown(encoding, want)
     assert tail(got, want) == want
 
 
