@@ -58,7 +58,7 @@ from harmony_plugins.adapter_support import metrics, text_calls
 from harmony_plugins.adapter_support.once import Once
 
 from . import link as links
-from . import results
+from . import request_ids, results
 from .content import CONTENT
 from .names import NAME, metrics_enabled, selected_parser, status
 
@@ -80,12 +80,14 @@ def new_turn(tools: Iterable[Any] | None, tool_choice: Any = None, *,
     """A choice's turn: the request's full tools (or, ``tools_known=False``, tools to be
     given later), SGLang's switch or ours, and the request's ``parallel_tool_calls`` (SGLang
     enforces it only under a grammar; the turn does, by the rule
-    ``parallel_calls_refused``)."""
+    ``parallel_calls_refused``); its log line names the response SGLang's serving code is
+    building in this task (:mod:`sglang_ext.request_ids`)."""
     request = Request(tools, tool_choice, pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS),
                       tools_known=tools_known,
                       parallel_tool_calls=parallel_tool_calls is not False,
                       recover_text_calls=text_calls.switched_on(os.environ, once))
-    return Turn(request, observer=_count if metrics_enabled() else _report)
+    observer = _count if metrics_enabled() else _report
+    return Turn(request, observer=observer.for_request(request_ids.current()))
 
 
 once = Once(logger)

@@ -1,0 +1,99 @@
+"""Which request a chat parse is for on SGLang: the id its response carries, for the log line.
+
+The per-response log line (:mod:`harmony_plugins.adapter_support.metrics`) names the request,
+so that a complaint about one response can be traced to what the parse did to it. SGLang hands
+its detectors no id: the reasoning detector gets the chat request (whose ``rid`` is None unless
+the client set one), the tool detector not even that. The id SGLang gives the response
+(``meta_info["id"]``: the ``rid`` its tokenizer manager assigned, which the response's ``id``,
+each stream chunk's and SGLang's own request log carry) is known only to the serving methods
+that call the detectors. BEFORE hooks on those methods publish it in a context variable:
+``_process_reasoning_stream`` and ``_process_tool_call_stream`` (each streamed step: the
+choice's ``content``), and ``_build_chat_response`` (the whole reply: the first choice's
+``meta_info``, the response's id). A detector reads it when its turn starts
+(:func:`current`), within the same task. The value is set, never reset: a BEFORE hook cannot
+(an AROUND hook could not either, around an async generator), and a request's task serves that
+request alone.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import pkgutil
+from collections.abc import Callable
+from typing import Any
+
+SERVING_CHAT = "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat"
+STREAM_TARGETS = (f"{SERVING_CHAT}._process_reasoning_stream",
+                  f"{SERVING_CHAT}._process_tool_call_stream")
+"""Called per streamed step and choice with the step's ``content`` (its ``meta_info``)."""
+WHOLE_TARGET = f"{SERVING_CHAT}._build_chat_response"
+"""Called once per non-streamed reply with every choice's result (``ret``)."""
+
+CURRENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "harmony_ext_request_id", default=None)
+"""The id of the response the serving code of this task is building, when known."""
+
+
+def current() -> str | None:
+    """The id of the response being parsed in this task, or None (SGLang's classes used
+    outside its serving code)."""
+    return CURRENT.get()
+
+
+def _id_of(result: Any) -> str | None:
+    meta = result.get("meta_info") if isinstance(result, dict) else None
+    rid = meta.get("id") if isinstance(meta, dict) else None
+    return rid if isinstance(rid, str) else None
+
+
+def _argument(target: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if name in kwargs:
+        return kwargs[name]
+    index = _positions(target).get(name)
+    return args[index] if index is not None and index < len(args) else None
+
+
+_cached: dict[str, dict[str, int]] = {}
+
+
+def _positions(target: str) -> dict[str, int]:
+    """Parameter positions of a hooked method (self included), read from its original."""
+    if target not in _cached:
+        func = inspect.unwrap(pkgutil.resolve_name(target))
+        _cached[target] = {n: i for i, n in enumerate(inspect.signature(func).parameters)}
+    return _cached[target]
+
+
+def note_step(*args: Any, **kwargs: Any) -> None:
+    """BEFORE ``_process_reasoning_stream`` / ``_process_tool_call_stream``: the step's id."""
+    rid = _id_of(_argument(STREAM_TARGETS[0], "content", args, kwargs))
+    if rid is not None:
+        CURRENT.set(rid)
+
+
+def note_reply(*args: Any, **kwargs: Any) -> None:
+    """BEFORE ``_build_chat_response``: the reply's id (its first choice's)."""
+    ret = _argument(WHOLE_TARGET, "ret", args, kwargs)
+    rid = _id_of(ret[0]) if isinstance(ret, list) and ret else None
+    if rid is not None:
+        CURRENT.set(rid)
+
+
+def hook_points() -> list[tuple[str, Callable[..., Any], str]]:
+    """(target, hook, kind) of each hook this module installs."""
+    return [*((target, note_step, "BEFORE") for target in STREAM_TARGETS),
+            (WHOLE_TARGET, note_reply, "BEFORE")]
+
+
+def problem() -> str | None:
+    """Why the hooks cannot name requests on this SGLang, or None."""
+    wanted = {STREAM_TARGETS[0]: "content", STREAM_TARGETS[1]: "content", WHOLE_TARGET: "ret"}
+    for target, name in wanted.items():
+        try:
+            positions = _positions(target)
+        except Exception as e:
+            return f"{target} not found ({type(e).__name__}: {e})"
+        if name not in positions:
+            return f"{target} takes no {name}"
+    return None
