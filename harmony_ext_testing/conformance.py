@@ -13,7 +13,8 @@ one built from the token ids each fixture records and the offline o200k tokenize
   the parser names, a ``ChatCompletionRequest`` with the fixture's tools that the parser's
   ``adjust_request`` adjusted (as vLLM's renderer does), text from vLLM's own
   ``IncrementalDetokenizer``, then ``parse`` (whole) or ``parse_delta`` per group, called as
-  vLLM's chat serving calls them;
+  vLLM's chat serving calls them (the fixture's ids alone, no stop id after them, as
+  canitoolcall's own vLLM adapter replays them; so the core's);
 * SGLang (:class:`SglangReplay`): text from SGLang's own ``DetokenizerManager`` (its
   incremental decoding and stop trim, with the stop token the output ended at), handed to
   SGLang's real ``OpenAIServingChat`` over a real ``TokenizerManager``
