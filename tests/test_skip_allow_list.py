@@ -12,7 +12,8 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
-TIERS = {"core", "wheel", "vllm-0_32", "vllm-0_33", "sglang-0_5_23", "sglang-0_5_22", "bench"}
+TIERS = {"core", "wheel", "vllm-0_32", "vllm-0_33", "vllm-0_34", "sglang-0_5_23", "sglang-0_5_22",
+         "bench"}
 
 
 def _checker() -> ModuleType:
@@ -113,7 +114,7 @@ def test_every_entry_names_its_reason_and_why() -> None:
 def test_test_sh_checks_every_pytest_step_and_runs_no_gpu_test() -> None:
     script = (ROOT / "scripts" / "test.sh").read_text()
     pytest_steps = script.count("-m pytest")
-    assert pytest_steps == 7 and script.count("checked ") >= pytest_steps
+    assert pytest_steps == 8 and script.count("checked ") >= pytest_steps
     for tier in TIERS:
         assert f"checked {tier} " in script
     commands = [line.split("#")[0] for line in script.splitlines()]
