@@ -126,6 +126,34 @@ def test_items_sent_back_render_as_the_model_wrote_them(renderer: OnlineRenderer
     assert prompt.endswith(R_USER + turn + R_CALL + R_RESULT)
 
 
+EMPTY = "<|start|>assistant<|message|><|end|>"
+"""vLLM 0.34's own rendering of a reasoning item without text: an empty assistant message with
+no channel (``response_input_to_harmony``; 0.32 and 0.33 render nothing)."""
+
+
+@pytest.mark.parametrize("reasoning", [
+    {"type": "reasoning", "id": "rs_1", "summary": []},
+    {"type": "reasoning", "id": "rs_1", "summary": [], "content": []},
+    {"type": "reasoning", "id": "rs_1", "encrypted_content": "gAAA",
+     "summary": [{"type": "summary_text", "text": "Weather."}]},
+], ids=["no_content", "empty_content", "summary_only"])
+@pytest.mark.parametrize("active", [True, False])
+def test_a_reasoning_item_without_text_renders_nothing(renderer: OnlineRenderer,
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       reasoning: dict[str, Any],
+                                                       active: bool) -> None:
+    """Contract 8: items sent back render as the model wrote them, and a reasoning item that
+    holds no text (a client's placeholder, or a summary alone) is no analysis the model wrote:
+    nothing, on every vLLM. vLLM alone: nothing on 0.32 and 0.33, an empty message on 0.34."""
+    monkeypatch.setattr(items, "_active", active)
+    prompt = rendered(renderer, [{"role": "user", "content": USER}, reasoning, *TURN[1:], OUTPUT])
+    if active:
+        assert prompt.endswith(R_USER + R_PREAMBLE + R_CALL + R_RESULT)
+    else:
+        empty = EMPTY if tuple(map(int, vllm.__version__.split(".")[:2])) >= (0, 34) else ""
+        assert prompt.endswith(R_USER + empty + R_AS_FINAL + R_CALL + R_RESULT)
+
+
 def test_the_output_alone_is_named_from_the_previous_response(renderer: OnlineRenderer) -> None:
     """``previous_response_id``: vLLM hands the stored messages and the stored output items."""
     stored = [Message.from_role_and_content(Role.USER, USER),
