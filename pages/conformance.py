@@ -3,7 +3,7 @@ engine's built-in gpt-oss parsers, tier by tier.
 
     bash pages/run.sh conformance      # .venv; runs each engine venv it finds; writes the page
 
-For each venv of the test suite that exists (the core's, both vLLM tiers, both SGLang tiers), it
+For each venv of the test suite that exists (the core's, the vLLM tiers, both SGLang tiers), it
 runs ``python -m harmony_ext_testing.conformance ENGINE`` and, for an engine, ``... ENGINE
 builtin`` in that venv: the tests' own replay (:mod:`harmony_ext_testing.conformance`) of every
 fixture of the pinned canitoolcall release, whole and in canitoolcall's chunkings, with
@@ -36,6 +36,7 @@ TIERS = [  # (column, venv, engine)
     ("core", ".venv", "core"),
     ("vLLM 0.32", ".venv-vllm", "vllm"),
     ("vLLM 0.33", ".venv-vllm-0.33", "vllm"),
+    ("vLLM 0.34", ".venv-vllm-0.34", "vllm"),
     ("SGLang 0.5.23", ".venv-sglang", "sglang"),
     ("SGLang 0.5.22", ".venv-sglang-0.5.22", "sglang"),
 ]
