@@ -185,6 +185,7 @@ def test_a_vllm_without_the_hook_points_is_one_log_line(monkeypatch: pytest.Monk
         plugin.install_or_warn(items)
     assert [r.getMessage() for r in caplog.records if r.name == "vllm.harmony_ext"] == [
         "harmony-ext: Responses API items are vLLM's own (message items carry no phase; "
-        "assistant messages sent back are rendered as answers): "
+        "assistant messages sent back are rendered as answers; the log line names no "
+        "response): "
         "vllm.entrypoints.openai.responses.serving.emit_previous_item_done_events does not "
         "exist."]
