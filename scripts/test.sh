@@ -69,7 +69,9 @@ checked() {  # checked TIER PYTEST-COMMAND...: run it with a JUnit report, then 
     # "TIER: P passed, S skipped (A allowed), ..." -> "P | S"
     counts[$tier]="$(head -1 <<<"$summary" |
         sed -E 's/^[^:]*: ([0-9]+) passed, ([0-9]+) skipped.*/\1 | \2/')"
-    steps+=("| $tier | $(head -1 <<<"$summary" | cut -d: -f2- | sed 's/^ //') |")
+    # and how many of canitoolcall's gpt-oss fixtures the tier's parse passed (if it ran them)
+    steps+=("| $tier | $(head -1 <<<"$summary" | cut -d: -f2- | sed 's/^ //') | $(
+        "$host_python" scripts/conformance_counts.py "$reports/$tier.xml") |")
     return "$status"
 }
 tier() {  # tier ENGINE VENV MODULE HOW STATUS SKIP-TIER: one row of the version table
@@ -195,8 +197,8 @@ echo "|---|---|---|---|---|"
 printf '%s\n' "${versions[@]}"
 echo "| vLLM 0.34.0, SGLang 0.5.23 | GPU: real servers (scripts/gpu_e2e*.sh) | $gpu | | |"
 echo "==== every pytest step (skips held to scripts/skips.toml)"
-echo "| step | counts |"
-echo "|---|---|"
+echo "| step | counts | canitoolcall's gpt-oss fixtures |"
+echo "|---|---|---|"
 printf '%s\n' "${steps[@]}"
 
 if ((${#failed[@]})); then
