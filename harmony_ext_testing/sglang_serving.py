@@ -76,6 +76,19 @@ def text_replies(deltas: Sequence[str], finish: dict[str, Any] | None) -> Replie
     return replies
 
 
+def turns_replies(turns: Sequence[tuple[Sequence[str], dict[str, Any] | None]]) -> Replies:
+    """The ``n``-th generation request of a run answered with the ``n``-th turn's deltas and
+    finish (an agent's conversation: one request per turn); a request past the last fails the
+    run."""
+
+    def replies(request: Any, n: int) -> Sequence[Output]:
+        assert n < len(turns), f"generation request {n + 1} of a run scripted for {len(turns)}"
+        deltas, finish = turns[n]
+        return text_replies(deltas, finish)(request, n)
+
+    return replies
+
+
 class ScriptedModel:
     """The scheduler's and the detokenizer's ends of a ``TokenizerManager``'s sockets.
 
@@ -304,6 +317,39 @@ class ScriptedServer:
 
         (data, chunks), requests = self.serve(served, text_replies(deltas, finish), client)
         return ChatResult(data, chunks, requests)
+
+    def over_http(self, replies: Replies, client: Callable[[Any], Awaitable[T]], *,
+                  tool_parser: str | None, reasoning_parser: str | None,
+                  template: str | None = None) -> tuple[T, list[Any]]:
+        """Run ``client(http)`` against SGLang's own HTTP app
+        (``sglang.srt.entrypoints.http_server.app``: its routes, request models and middleware)
+        serving this manager, ``http`` an ``httpx.AsyncClient`` on an ASGI transport (no
+        socket); returns its result and the generation requests the model got. The app's
+        lifespan (warm-up, the other serving classes) is not run: the chat serving it would
+        build and the global state ``/generate`` reads are set for the run, then put back."""
+        import httpx
+        from sglang.srt.entrypoints import http_server
+        from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
+
+        served = self.served(template or HARMONY_TEST_TEMPLATE)
+        self.publish(self.args_for(served.template_file, tool_parser, reasoning_parser))
+        app = http_server.app
+
+        async def go() -> T:
+            state = http_server.get_global_state()
+            chat = getattr(app.state, "openai_serving_chat", None)
+            http_server.set_global_state(
+                http_server._GlobalState(served.manager, served.templates, {}))
+            app.state.openai_serving_chat = OpenAIServingChat(served.manager, served.templates)
+            try:
+                async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                             base_url="http://sglang") as http:
+                    return await client(http)
+            finally:
+                http_server.set_global_state(state)
+                app.state.openai_serving_chat = chat
+
+        return self.serve(served, replies, go)
 
     def close(self) -> None:
         if self._thread.is_alive():

@@ -30,8 +30,8 @@ done
 # transformers 5.19.0, xgrammar 0.2.7, tokenizers, sentencepiece, compressed-tensors are the same
 # in 0.5.22 and 0.5.23; only openai differs).
 case "$VERSION" in
-    0.5.23) OPENAI="openai==2.8.0"; DEFAULT_VENV="$ROOT/.venv-sglang" ;;
-    0.5.22) OPENAI="openai==2.6.1"; DEFAULT_VENV="$ROOT/.venv-sglang-0.5.22" ;;
+    0.5.23) OPENAI="openai==2.8.0"; AGENTS="openai-agents==0.6.2"; DEFAULT_VENV="$ROOT/.venv-sglang" ;;
+    0.5.22) OPENAI="openai==2.6.1"; AGENTS="openai-agents==0.4.2"; DEFAULT_VENV="$ROOT/.venv-sglang-0.5.22" ;;
     *) echo "setup_sglang_env: SGLang $VERSION is not one this script knows (0.5.22, 0.5.23)" >&2
        exit 2 ;;
 esac
@@ -50,7 +50,9 @@ DEPS=(
   gguf dill einops uvloop jsonschema setproctitle "prometheus-client>=0.20.0"
   fastapi uvicorn "oss-harmony==0.0.11" python-multipart soundfile
 )
-TEST_DEPS=(pytest hypothesis "tiktoken>=0.8")
+# The OpenAI Agents SDK (a real agent against SGLang's app): the newest release that takes the
+# openai above (later ones need openai 3).
+TEST_DEPS=(pytest hypothesis "tiktoken>=0.8" "$AGENTS" canitoolcall==0.1.1)
 
 source "$ROOT/scripts/venv.sh"
 STAMP="$(venv_stamp "$PYTHON" "$SGLANG_REQ" "${DEPS[*]}" "${TEST_DEPS[*]}")"

@@ -13,6 +13,9 @@ What it installs (docs/sglang.md, "Internals", has the why of each):
   accept the name;
 * AFTER ``ReasoningParser.__init__`` and ``FunctionCallParser.__init__``: hand our detectors the
   request's tools (SGLang gives reasoning detectors none, and ``has_tool_call`` none);
+* BEFORE ``OpenAIServingChat._process_reasoning_stream``, ``_process_tool_call_stream`` and
+  ``_build_chat_response``: the response's id, for the per-response log line
+  (:mod:`sglang_ext.request_ids`);
 * AFTER ``DetokenizerManager.init_running_status``: keep the call stop token in the text
   for ``harmony-ext`` as SGLang does for ``gpt-oss`` (a call cut without it is accepted anyway);
 * AROUND ``OpenAIServingChat._render_and_encode_chat_template``: control-token spellings in
@@ -34,6 +37,10 @@ What it installs (docs/sglang.md, "Internals", has the why of each):
 * AROUND ``OpenAIServingResponses._construct_input_messages_with_harmony`` and the
   ``parse_response_input`` it calls: input items sent back (or named by
   ``previous_response_id``) rendered as the model wrote them (:mod:`sglang_ext.items`);
+* AROUND ``ChatCompletionRequest.to_sampling_params`` and
+  ``TokenizerManager._create_tokenized_object``: a JSON response format, with the request's
+  tools, under the core's grammar from the first token, on ``/generate`` too
+  (:mod:`sglang_ext.grammar`);
 * ``Req.update_finish_state`` wrapped in place, where the command line may select
   ``harmony-ext``: the generation guard in the scheduler (:mod:`sglang_ext.guard`);
 * ``SGLANG_HTTP_SERVER_APP_PATH`` (when unset): tokenizer workers (``--tokenizer-worker-num``
@@ -74,9 +81,11 @@ RENDER = (
     "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat._render_and_encode_chat_template"
 )
 PREPARE_ARGS = "sglang.srt.server_args.prepare_server_args"
+REQUEST_IDS = "the response's id in the log line"
 RESPONSES = "Responses API parsed by harmony-ext"
 GUARD = "the generation guard"
 ITEMS = "Responses items read back as the model wrote them"
+GRAMMAR = "tools and a response schema under one grammar"
 RUST_SERVER_ENV = "SGLANG_RUST_SERVER"
 
 logger = logging.getLogger("sglang_ext")
@@ -291,6 +300,11 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
     out = []
     for what, target, hook, kind in points:
         out.append((what, target, hook, kind, _missing(target)))
+    from . import request_ids
+
+    why = request_ids.problem()
+    for target, hook, kind in request_ids.hook_points():
+        out.append((REQUEST_IDS, target, hook, kind, why))
     # The Responses API: several hooks that work together, so all or none (one line if none).
     try:
         from . import responses
@@ -306,6 +320,11 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
     why = items.problem()
     for target, hook, kind in items.hook_points():
         out.append((ITEMS, target, hook, kind, why))
+    from . import grammar
+
+    why = grammar.problem()
+    for target, hook, kind in grammar.hook_points():
+        out.append((GRAMMAR, target, hook, kind, why))
     return out
 
 

@@ -133,10 +133,10 @@ def start_grammar_at_answer(serving: Any, request: Any, result: Any) -> None:
     our reasoning parser, a request with a ``response_format`` grammar selects the end of the
     final header (:data:`harmony.ANSWER_START`, which the detector lists as selectable) through
     SGLang's own per-request reasoning end, encoded by the tokenizer the scheduler encodes the
-    list with. A ``tool_choice`` grammar keeps ``<|end|>`` (SGLang refuses a forced call with a
-    ``response_format``). A final header written with a content type (``<|channel|>final
-    <|constrain|>json<|message|>``) does not end the reasoning: that body goes unconstrained,
-    as SGLang's own start leaves an answer written first."""
+    list with. That end gates a ``structural_tag`` format (a final header written with a
+    content type does not end it); a JSON format's grammar is the core's, applied from the
+    first token (:mod:`sglang_ext.grammar`), and the end only bounds the reasoning tokens
+    SGLang 0.5.23 counts."""
     if (getattr(serving, "reasoning_parser", None) != NAME
             or getattr(getattr(request, "response_format", None), "type", None)
             not in GRAMMAR_FORMATS

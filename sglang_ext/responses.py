@@ -29,7 +29,8 @@ contexts are built without the request, so hooks place it while SGLang handles o
   openai-harmony does. An aborted generation is not ended (nothing is counted), as on chat;
 * AROUND ``ResponsesRequest.to_sampling_params`` (called inside ``create_responses`` for each
   generation): the sampling parameters of the request in the variable are marked for the
-  generation guard (:mod:`sglang_ext.guard`), as a chat request is.
+  generation guard (:mod:`sglang_ext.guard`), as a chat request is, and a ``text.format``'s
+  schema as SGLang's own grammar, which :mod:`sglang_ext.grammar` leaves as it is.
 
 Any other parser choice, and any model SGLang does not serve through Harmony, leaves SGLang as
 it is. What the hooks need from SGLang is checked once, at start-up (:func:`problem`).
@@ -48,7 +49,7 @@ from typing import Any
 from harmony_plugins import compat, pass_undeclared, turn_stop
 from harmony_plugins.adapter_support import metrics
 
-from . import guard
+from . import grammar, guard
 from .names import NAME, metrics_enabled
 
 logger = logging.getLogger("sglang_ext")
@@ -78,13 +79,15 @@ def active(serving: Any) -> bool:
 
 def new_parser(request: Any) -> compat.StreamableParser:
     """The drop-in for one response: the request's tools, SGLang's pass-undeclared switch or
-    ours, and the adapter's observer."""
+    ours, and the adapter's observer, naming the response (the request's ``request_id`` is its
+    ``id``)."""
     from openai_harmony import Role
     from sglang.srt.entrypoints.harmony_utils import get_encoding
 
     return compat.StreamableParser(
         get_encoding(), Role.ASSISTANT, tools=list(getattr(request, "tools", None) or []),
-        observer=_count if metrics_enabled() else _report,
+        observer=(_count if metrics_enabled() else _report).for_request(
+            getattr(request, "request_id", None)),
         pass_undeclared=pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS), generations=True)
 
 
@@ -116,11 +119,13 @@ def guard_generations(original: Callable[..., Any], self: Any, *args: Any,
                       **kwargs: Any) -> Any:
     """AROUND ``ResponsesRequest.to_sampling_params``: each generation of a response
     harmony-ext parses is marked for the generation guard (:mod:`sglang_ext.guard`), as a chat
-    request is, unless the turn stop is switched off or it asked for exactly its tokens."""
+    request is, unless the turn stop is switched off or it asked for exactly its tokens; its
+    JSON schema, if any, stays SGLang's grammar (:func:`sglang_ext.grammar.leave_to_sglang`)."""
     params = original(self, *args, **kwargs)
-    if (CURRENT.get() is self and isinstance(params, dict) and not params.get("ignore_eos")
-            and turn_stop(os.environ)):
-        guard.mark_sampling_params(params)
+    if CURRENT.get() is self and isinstance(params, dict):
+        grammar.leave_to_sglang(params)  # a text.format keeps SGLang's grammar
+        if not params.get("ignore_eos") and turn_stop(os.environ):
+            guard.mark_sampling_params(params)
     return params
 
 
