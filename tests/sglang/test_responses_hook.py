@@ -275,5 +275,7 @@ def test_the_recovery_line_is_logged_once_per_response(
         run = servers[NAME].run(rs.ids_of(CALL_W + PARIS + "]<|call|>"), stream=stream,
                                 tools=["get_weather"])
     assert run.views() == [["function_call", "get_weather", PARIS]]
-    lines = [r.getMessage() for r in caplog.records if "recovered" in r.getMessage()]
-    assert lines == ["harmony-ext recovered malformed model output: after_json_value=1"]
+    lines = [r.getMessage() for r in caplog.records if "harmony-ext: request=" in r.getMessage()]
+    assert run.response_id and run.response_id.startswith("resp_")
+    assert lines == [f"harmony-ext: request={run.response_id} rules=after_json_value(get_weather) "
+                     "calls=get_weather:surfaced"]
