@@ -152,7 +152,7 @@ fi
 
 # This tier's servers run harmony-ext from the built wheel (a file missing from it fails here);
 # its in-process tests (tests/vllm) import the checkout, as pytest puts it on the path.
-if ((room)) && run "set up .venv-vllm-0.33" scripts/setup_vllm033_env.sh &&
+if ((room)) && run "set up .venv-vllm-0.33" scripts/setup_vllm_python_env.sh 0.33.0 &&
     run "vLLM 0.33 over the built wheel" scripts/setup_wheel_vllm_env.sh .venv-vllm-0.33/site; then
     VENV_VLLM="$PWD/.cache/venv-vllm-wheel" HARMONY_EXT_FROM=wheel run "vLLM 0.33 tests" \
         checked vllm-0_33 .venv-vllm-0.33/bin/python -m pytest -p no:cacheprovider \
@@ -165,7 +165,7 @@ fi
 # vLLM 0.34 needs triton-cpu and newer kernels to run a model on this CPU: its servers are
 # 0.34's own processes with the worker that runs the model scripted
 # (harmony_ext_testing/vllm_scripted_worker.py); harmony-ext from the checkout.
-if ((room)) && run "set up .venv-vllm-0.34" scripts/setup_vllm034_env.sh; then
+if ((room)) && run "set up .venv-vllm-0.34" scripts/setup_vllm_python_env.sh 0.34.0; then
     VENV_VLLM="$PWD/.venv-vllm-0.34" run "vLLM 0.34 tests" checked vllm-0_34 \
         .venv-vllm-0.34/bin/python -m pytest -p no:cacheprovider tests/vllm tests/e2e_vllm "$@"
     tier vLLM .venv-vllm-0.34 vllm "CPU: 0.34's own API server, engine core and scheduler, \
