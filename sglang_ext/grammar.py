@@ -40,6 +40,7 @@ from typing import Any
 
 from harmony_plugins import answer_or_call, chat_request_tools, harmony, held_schemas
 
+from .hook_arguments import positions
 from .names import NAME, selected_parser
 
 CHAT_SAMPLING = "sglang.srt.entrypoints.openai.protocol.ChatCompletionRequest.to_sampling_params"
@@ -188,9 +189,9 @@ def problem() -> str | None:
     for target, needs in ((CHAT_SAMPLING, {"tool_call_constraint"}),
                           (TOKENIZE, {"obj", "input_ids"})):
         try:
-            func = inspect.unwrap(pkgutil.resolve_name(target))
+            names = positions(target)
         except Exception as e:
             return f"{target} not found ({type(e).__name__}: {e})"
-        if not needs <= set(inspect.signature(func).parameters):
+        if not needs <= set(names):
             return f"{target} takes no {' or '.join(sorted(needs))}"
     return None

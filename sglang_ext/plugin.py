@@ -53,7 +53,6 @@ registers, then runs SGLang's own launcher (the workers re-import it).
 
 from __future__ import annotations
 
-import functools
 import inspect
 import logging
 import os
@@ -65,6 +64,7 @@ from typing import Any
 from harmony_plugins.adapter_support.command_line import may_select
 from harmony_plugins.adapter_support.versions import release
 
+from .hook_arguments import argument
 from .names import NAME, selected_parser, status
 
 MIN_VERSION = (0, 5, 22)
@@ -196,8 +196,7 @@ def bind_reasoning_request(result: Any, *args: Any, **kwargs: Any) -> None:
     parser = args[0] if args else None
     detector = getattr(parser, "detector", None)
     if isinstance(detector, HarmonyExtReasoningDetector):
-        request = kwargs["request"] if "request" in kwargs else _positional(
-            args, REASONING_INIT, "request")
+        request = argument(REASONING_INIT, "request", args, kwargs)
         if request is not None:
             detector.bind_request(request)
 
@@ -264,19 +263,6 @@ def workers_load_plugins() -> bool:
         return True
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
     return getattr(spec, "name", None) == "sglang_ext.launch_server"
-
-
-@functools.cache
-def _positions(target: str) -> dict[str, int]:
-    """Parameter positions of a hooked function (self included), read from its original."""
-    func = pkgutil.resolve_name(target)
-    func = inspect.unwrap(func)
-    return {name: i for i, name in enumerate(inspect.signature(func).parameters)}
-
-
-def _positional(args: tuple[Any, ...], target: str, name: str) -> Any:
-    index = _positions(target).get(name)
-    return args[index] if index is not None and index < len(args) else None
 
 
 def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]:

@@ -18,10 +18,10 @@ request alone.
 from __future__ import annotations
 
 import contextvars
-import inspect
-import pkgutil
 from collections.abc import Callable
 from typing import Any
+
+from .hook_arguments import argument, positions
 
 SERVING_CHAT = "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat"
 STREAM_TARGETS = (f"{SERVING_CHAT}._process_reasoning_stream",
@@ -47,34 +47,16 @@ def _id_of(result: Any) -> str | None:
     return rid if isinstance(rid, str) else None
 
 
-def _argument(target: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    if name in kwargs:
-        return kwargs[name]
-    index = _positions(target).get(name)
-    return args[index] if index is not None and index < len(args) else None
-
-
-_cached: dict[str, dict[str, int]] = {}
-
-
-def _positions(target: str) -> dict[str, int]:
-    """Parameter positions of a hooked method (self included), read from its original."""
-    if target not in _cached:
-        func = inspect.unwrap(pkgutil.resolve_name(target))
-        _cached[target] = {n: i for i, n in enumerate(inspect.signature(func).parameters)}
-    return _cached[target]
-
-
 def note_step(*args: Any, **kwargs: Any) -> None:
     """BEFORE ``_process_reasoning_stream`` / ``_process_tool_call_stream``: the step's id."""
-    rid = _id_of(_argument(STREAM_TARGETS[0], "content", args, kwargs))
+    rid = _id_of(argument(STREAM_TARGETS[0], "content", args, kwargs))
     if rid is not None:
         CURRENT.set(rid)
 
 
 def note_reply(*args: Any, **kwargs: Any) -> None:
     """BEFORE ``_build_chat_response``: the reply's id (its first choice's)."""
-    ret = _argument(WHOLE_TARGET, "ret", args, kwargs)
+    ret = argument(WHOLE_TARGET, "ret", args, kwargs)
     rid = _id_of(ret[0]) if isinstance(ret, list) and ret else None
     if rid is not None:
         CURRENT.set(rid)
@@ -91,9 +73,9 @@ def problem() -> str | None:
     wanted = {STREAM_TARGETS[0]: "content", STREAM_TARGETS[1]: "content", WHOLE_TARGET: "ret"}
     for target, name in wanted.items():
         try:
-            positions = _positions(target)
+            names = positions(target)
         except Exception as e:
             return f"{target} not found ({type(e).__name__}: {e})"
-        if name not in positions:
+        if name not in names:
             return f"{target} takes no {name}"
     return None
