@@ -438,6 +438,13 @@ def observe(replay: Any, fixture: Any) -> tuple[Any, dict[str, Any]]:
     return replay.parse(fixture), streams
 
 
+def against_contract(replay: Any, fixture_id: str) -> tuple[Any, dict[str, Any], Any]:
+    """A fixture the contract decides otherwise: its parse, whole and per chunking strategy
+    (:func:`observe`), and the parse the contract gives it (:data:`CONTRACT_ANSWERS`)."""
+    fixture = next(f for f in fixtures() if f.id == fixture_id)
+    return (*observe(replay, fixture), result(*CONTRACT_ANSWERS[fixture_id]))
+
+
 def problems(fixture: Any, whole: Any, streams: Mapping[str, Any]) -> list[str]:
     """canitoolcall's verdict, its pytest plugin's assertions: what ``assert_conforms`` finds
     wrong with the parse of the whole output and with every stream, and what

@@ -42,8 +42,6 @@ def test_the_fixture_conforms(replay: conformance.VllmReplay, fixture) -> None:
 @pytest.mark.parametrize("fixture_id", conformance.decided_ids(ENGINE))
 def test_a_fixture_the_contract_decides_gets_the_contract_s_answer(
         replay: conformance.VllmReplay, fixture_id: str) -> None:
-    fixture = next(f for f in FIXTURES if f.id == fixture_id)
-    whole, streams = conformance.observe(replay, fixture)
-    want = conformance.result(*conformance.CONTRACT_ANSWERS[fixture_id])
+    whole, streams, want = conformance.against_contract(replay, fixture_id)
     assert whole == want
     assert {strategy: want for strategy in streams} == streams
