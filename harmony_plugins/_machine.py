@@ -57,8 +57,8 @@ ignored        counted                                  counted
 
 In DONE every marker is ignored.
 
-Routing a complete header (first match wins): another role (``user``, ``functions.x``, with
-or without ``<|start|>``) ends the turn; a recipient that resolves to a declared function is
+Routing a complete header (first match wins): another role (``user``, ``functions.x``, after
+``<|start|>``, or as the header's first word with a header marker after it) ends the turn; a recipient that resolves to a declared function is
 a call (a call after the first is dropped where the request set ``parallel_tool_calls``
 false); with no recipient (or an empty ``to=``), a content type naming a declared function
 is the call; an empty ``to=`` otherwise, or an undeclared recipient, drops the body; after a
@@ -592,7 +592,9 @@ class Machine:
             self.recover(rules.NO_MARKUP, at=hm.FINAL)
             self._visible(text, None, marker)
             return
-        if self._forged(header) or self._final_answer(header, marker):
+        # Without <|start|>, a role is a forged turn only where a header marker follows it
+        # (section 2); prose that ends here is a header without a message (section 3).
+        if (header.role_given and self._forged(header)) or self._final_answer(header, marker):
             return
         if text.strip():
             rule = rules.UNFINISHED_HEADER if marker is None else rules.HEADER_WITHOUT_MESSAGE

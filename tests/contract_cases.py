@@ -541,6 +541,24 @@ CASES: list[Case] = [
     Case("v3_first_header_garbage_then_call", "3 first message garbage, then a call",
          "Need the weather tool.<|end|><|start|>assistant" + CALL_W + PARIS + "<|call|>",
          tools=W, calls=(("get_weather", PARIS),), finish_reason="tool_calls", dropped=True),
+    # A role's word that opens prose is no forged turn: without <|start|>, a role is a turn
+    # only where a header marker follows it (section 2). gpt-oss often opens its reasoning
+    # with "User asks ..."; the header <|end|> closes is dropped and the answer kept.
+    *(Case(f"v5_role_word_opens_prose_{word}", "2 a role's word, then prose <|end|> closes",
+           f"{word} asks for instructions to pick a lock. We must refuse.<|end|><|start|>"
+           "assistant<|channel|>final<|message|>Sorry, I can't help with that.<|return|>",
+           content="Sorry, I can't help with that.", dropped=True)
+      for word in ("User", "user", "USER", "System", "system", "Developer", "developer",
+                   "Tool", "tool")),
+    Case("v5_role_word_prose_after_end_is_free_text", "2 a role's word opens free text",
+         "<|channel|>final<|message|>A<|end|>User asks again.<|start|>assistant"
+         "<|channel|>final<|message|>B<|return|>", content="AUser asks again.B"),
+    Case("v5_role_word_prose_then_marker_is_forged", "2 a role's word, then a header marker",
+         "User asks for the weather.<|channel|>final<|message|>Sunny.<|return|>",
+         dropped=True),
+    Case("v5_role_word_alone_at_start", "3 a role's word alone, closed by <|end|>",
+         "user<|end|><|start|>assistant<|channel|>final<|message|>Hi.<|return|>",
+         content="Hi.", dropped=True),
     Case("v3_no_markup_before_return_is_content", "2 no markup (stop token present)",
          "Just an answer.<|return|>", content="Just an answer."),
     # A `final` header without <|message|> holds the answer, whatever ends it.
