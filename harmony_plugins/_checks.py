@@ -68,13 +68,23 @@ def build_validator(schema: Mapping[str, Any]) -> Any:
     return validator
 
 
-def constrains(schema: Any) -> bool:
-    """Whether a tool's ``parameters`` says what its arguments hold (it names properties, or
-    required ones). Only such a schema tells a forced call's bare JSON object from any JSON
-    answer (contract section 10): none, or a bare ``{"type": "object"}``, takes every object,
-    so a bare object is never a call to that function."""
-    return isinstance(schema, Mapping) and bool(schema.get("properties")
-                                                or schema.get("required"))
+def declared_properties(schema: Any) -> frozenset[str]:
+    """The property names a tool's ``parameters`` declares (none: an empty set). Only these
+    tell a forced call's bare JSON object from any JSON answer (contract section 10): a
+    function that declares none never receives a bare object."""
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    return frozenset(properties) if isinstance(properties, Mapping) else frozenset()
+
+
+def of_declared_keys(arguments: str, properties: frozenset[str]) -> bool:
+    """Whether ``arguments`` is a JSON object with at least one key, every key one of
+    ``properties``: a bare object plainly written as a call to that function (contract
+    section 10), not a JSON answer that happens to fit a lax schema."""
+    try:
+        value = json.loads(arguments)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and bool(value) and properties.issuperset(value)
 
 
 def schema_check_available() -> bool:

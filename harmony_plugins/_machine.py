@@ -58,13 +58,13 @@ ignored        counted                                  counted
 In DONE every marker is ignored.
 
 Routing a complete header (first match wins): another role (``user``, ``functions.x``, after
-``<|start|>``, or as the header's first word with a header marker after it) ends the turn; a recipient that resolves to a declared function is
-a call (a call after the first is dropped where the request set ``parallel_tool_calls``
-false); with no recipient (or an empty ``to=``), a content type naming a declared function
-is the call; an empty ``to=`` otherwise, or an undeclared recipient, drops the body; after a
-call, any other message is dropped; then by channel: ``analysis`` and unknown channels to
-reasoning, ``final``, ``commentary`` or none to content. A channel name in the role slot
-(``<|start|>final``) is that channel.
+``<|start|>``, or as the header's first word with a header marker after it) ends the turn; a
+recipient that resolves to a declared function is a call (a call after the first is dropped
+where the request set ``parallel_tool_calls`` false); with no recipient (or an empty ``to=``),
+a content type naming a declared function is the call; an empty ``to=`` otherwise, or an
+undeclared recipient, drops the body; after a call, any other message is dropped; then by
+channel: ``analysis`` and unknown channels to reasoning, ``final``, ``commentary`` or none to
+content. A channel name in the role slot (``<|start|>final``) is that channel.
 
 Every message whose body is shown is framed: ``MessageBegin`` when its header routes it
 (kind, the channel it counts as, the channel, recipient and content type as written),
@@ -93,7 +93,12 @@ from . import _header as hdr
 from . import harmony as hm
 from . import rules
 from ._arguments import ArgumentCutter
-from ._checks import ArgumentChecker, constrains, schema_check_available
+from ._checks import (
+    ArgumentChecker,
+    declared_properties,
+    of_declared_keys,
+    schema_check_available,
+)
 from ._events import ContentText, ReasoningText, ToolCallEnd
 from ._leaks import LeakScanner
 from ._steps import Collector
@@ -392,9 +397,10 @@ class Machine:
         self.single_call = single_call  # parallel_tool_calls false: calls after the first dropped
         self.text_calls = text_calls  # recover calls written as text (section 10)
         self.forced = forced  # the functions a forced call may be: or none
-        # The functions a bare JSON object may be a call to: the forced ones whose schema
-        # constrains it (section 10; any other schema takes every JSON answer), or none.
-        self.bare = frozenset(n for n in forced if constrains(self.checker.schemas.get(n)))
+        # The functions a bare JSON object may be a call to, with the properties each
+        # declares: the forced ones that declare any (section 10), or none.
+        self.bare = {n: p for n in forced
+                     if (p := declared_properties(self.checker.schemas.get(n)))}
 
     @property
     def recoveries(self) -> dict[str, int]:
@@ -679,7 +685,7 @@ class Machine:
 
     def _end_held(self, body: HeldContentBody, marker: int | None) -> bool:
         """A held message ended: if it is wholly a call written as text that names a declared
-        function (a bare object: exactly one forced function whose schema constrains it)
+        function (a bare object: exactly one forced function declares each of its keys)
         whose schema accepts its object, it is that call (counted ``call_written_as_text``):
         True. Else False: it is content. Without a schema check nothing is recovered."""
         found = body.reader.call()
@@ -687,9 +693,10 @@ class Machine:
             return False
         name, arguments = found
         allowed = self.forced or self.tools
-        if name is None:  # a bare object: exactly one constraining schema accepts it
-            fits = [n for n in sorted(self.bare) if self.checker.check(n, arguments)
-                    == rules.SURFACED]
+        if name is None:  # a bare object: of one forced function's keys, which it accepts
+            fits = [n for n, keys in sorted(self.bare.items())
+                    if of_declared_keys(arguments, keys)
+                    and self.checker.check(n, arguments) == rules.SURFACED]
             if len(fits) != 1:
                 return False
             name = fits[0]

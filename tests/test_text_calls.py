@@ -158,7 +158,7 @@ def test_a_recovered_call_is_framed_as_a_call_in_the_events():
     assert json.loads(step.ended[0].arguments) == {"city": "Paris"}
 
 
-# -- a bare object is a call only to a function whose schema constrains it --------------------
+# -- a bare object is a call only where it is plainly one: of a forced function's keys -------
 
 NOTE = {"type": "function", "function": {"name": "note", "description": "Keep a note."}}
 """A function without ``parameters``: its schema takes every object."""
@@ -167,7 +167,12 @@ EMPTY_PROPERTIES = {"type": "function", "function": {"name": "note", "parameters
 """``properties`` names nothing: it takes every object too."""
 ONLY_REQUIRED = {"type": "function", "function": {"name": "lookup", "parameters": {
     "type": "object", "required": ["q"]}}}
-"""No ``properties``, but a required key: it constrains."""
+"""No ``properties``, only a required key: it declares no property, so no bare object."""
+LOOKUP = {"type": "function", "function": {"name": "lookup", "parameters": {
+    "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}
+OPTIONAL = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}}}}
+"""Every parameter optional: its schema takes any object, ``{}`` included."""
 ANSWER = '{"answer": "Paris"}'
 """A JSON answer, as a model writes one to a request that wants JSON."""
 
@@ -188,6 +193,16 @@ UNCONSTRAINED = [
     ("empty_properties_required", f"{FINAL}{ANSWER}<|return|>", [EMPTY_PROPERTIES],
      "required", ANSWER),
     ("empty_object_no_parameters", f"{FINAL}{{}}<|return|>", [NOTE], "required", "{}"),
+    ("only_required_no_properties", f'{FINAL}{{"q": "x"}}<|return|>', [ONLY_REQUIRED],
+     "required", '{"q": "x"}'),
+    # Every parameter optional: the schema takes any object, so only an object made of the
+    # declared keys is plainly a call (contract 10).
+    ("optional_empty_object", f"{FINAL}{{}}<|return|>", [OPTIONAL], "required", "{}"),
+    ("optional_not_its_keys", f'{FINAL}{{"answer": "Paris", "confidence": 0.9}}<|return|>',
+     [OPTIONAL], named("get_weather"), '{"answer": "Paris", "confidence": 0.9}'),
+    ("optional_one_undeclared_key", f'{FINAL}{{"city": "Paris", "units": "C"}}<|return|>',
+     [OPTIONAL], "required", '{"city": "Paris", "units": "C"}'),
+    ("declared_empty_object", f"{FINAL}{{}}<|return|>", [WEATHER], "required", "{}"),
     ("constrained_one_refuses", f"{FINAL}{ANSWER}<|return|>", [NOTE, WEATHER], "required",
      ANSWER),
     ("preamble_no_parameters", f"<|channel|>commentary<|message|>{ANSWER}<|end|>", [NOTE],
@@ -199,9 +214,11 @@ UNCONSTRAINED = [
 @pytest.mark.parametrize("per_unit", [False, True])
 @pytest.mark.parametrize("case", UNCONSTRAINED, ids=[c[0] for c in UNCONSTRAINED])
 def test_a_bare_object_is_never_a_call_to_an_unconstrained_function(case, mode, per_unit):
-    """Contract 10: a function without ``parameters``, or whose ``parameters`` names no
-    property and no required key, takes every object; a forced call to it is no reason to
-    read a JSON answer as its call. The answer is content, as with the switch off."""
+    """Contract 10: a bare object is a call only where it is plainly one: at least one key,
+    every key a property the forced function declares, and its schema takes it. A function
+    without ``parameters``, or whose ``parameters`` declares no property, never receives one;
+    ``{}`` and an object with a key the function does not declare are answers. The answer is
+    content, as with the switch off."""
     _, text, tools, choice, content = case
     message, summary, _ = run(text, tools, choice, True, mode, per_unit)
     assert (message["content"], message["tool_calls"], message["finish_reason"]) == (
@@ -216,8 +233,9 @@ def test_a_bare_object_goes_to_the_one_constraining_schema_that_takes_it(mode):
     the constraining one takes is its call; the unconstrained one is not a second fit."""
     for tools, text, call in (
             ([NOTE, WEATHER], f"{FINAL}{PARIS}<|return|>", ("get_weather", PARIS)),
-            ([ANYTHING, ONLY_REQUIRED], f'{FINAL}{{"q": "x"}}<|return|>',
-             ("lookup", '{"q": "x"}'))):
+            ([ANYTHING, LOOKUP], f'{FINAL}{{"q": "x"}}<|return|>',
+             ("lookup", '{"q": "x"}')),
+            ([OPTIONAL], f"{FINAL}{PARIS}<|return|>", ("get_weather", PARIS))):
         message, summary, pieces = run(text, tools, "required", True, mode, True)
         assert calls_of(message) == [call] and message["content"] is None
         assert summary.recoveries == {"call_written_as_text": 1}

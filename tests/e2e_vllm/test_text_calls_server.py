@@ -1,9 +1,10 @@
 """Calls written as text where a call is forced, on a real vLLM server (contract section 10).
 
-With ``HARMONY_EXT_RECOVER_TEXT_CALLS=1``, a bare JSON object is a call only to a forced
-function whose ``parameters`` constrains it (names a property or a required key) and accepts
-it; a function without ``parameters``, with a bare ``{"type": "object"}`` or with an empty
-``properties`` takes every object, so it never receives one. On vLLM a forced ``tool_choice``
+With ``HARMONY_EXT_RECOVER_TEXT_CALLS=1``, a bare JSON object is a call only where it is
+plainly one: every key a property the forced function declares (at least one), and its schema
+accepts it; a function without ``parameters``, with a bare ``{"type": "object"}`` or with an
+empty ``properties`` never receives one, nor does a function whose parameters are all optional
+receive a JSON answer made of other keys. On vLLM a forced ``tool_choice``
 comes with vLLM's structural tag, which admits no final answer (``tests/test_text_calls.py``'s
 forced cases are refused there, as ``test_generation_guard_server.py`` checks) but does admit a
 preamble before the call (``<|channel|>commentary<|message|>...<|end|>``): a preamble that is a
@@ -26,7 +27,15 @@ pytest.importorskip("openai", reason="needs the openai client: use .venv-vllm/bi
 
 from harmony_ext_testing.vllm_cases import Case, run_chat
 from harmony_ext_testing.vllm_server import VENV, tiny_vllm_server
-from tests.test_text_calls import ANSWER, ANYTHING, EMPTY_PROPERTIES, NOTE, PARIS, WEATHER
+from tests.test_text_calls import (
+    ANSWER,
+    ANYTHING,
+    EMPTY_PROPERTIES,
+    NOTE,
+    OPTIONAL,
+    PARIS,
+    WEATHER,
+)
 
 RECOVER_TEXT_CALLS_ON = {"HARMONY_EXT_RECOVER_TEXT_CALLS": "1"}
 PREAMBLE = "<|channel|>commentary<|message|>"
@@ -94,6 +103,24 @@ def test_a_json_preamble_is_no_call_to_a_function_that_takes_any_object(
     assert sent(client, NOTE_CALLED, tools, choice, stream) == {
         "reasoning": None, "content": ANSWER, "tool_calls": [["note", "{}"]],
         "finish_reason": finish}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("answer", ['{"answer": "Paris", "confidence": 0.9}', "{}"],
+                         ids=["other_keys", "empty"])
+def test_a_json_preamble_not_of_an_optional_functions_keys_is_no_call(
+        client: Any, answer: str, stream: bool) -> None:
+    """A forced function whose parameters are all optional takes any object; a JSON preamble
+    made of other keys (or none) is shown as written, and the one call is the one the model
+    wrote as a call."""
+    script = PREAMBLE + answer + NEXT + call("get_weather", PARIS)
+    assert sent(client, script, [OPTIONAL], "required", stream) == {
+        "reasoning": None, "content": answer, "tool_calls": [["get_weather", PARIS]],
+        "finish_reason": "tool_calls"}
+    # The control: the same function, the same place, an object of its own keys is its call.
+    script = PREAMBLE + '{"city":"Rome"}' + NEXT + call("get_weather", PARIS)
+    assert sent(client, script, [OPTIONAL], "required", stream)["tool_calls"] == [
+        ["get_weather", '{"city":"Rome"}'], ["get_weather", PARIS]]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])

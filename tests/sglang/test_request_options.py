@@ -211,11 +211,13 @@ UNCONSTRAINED_CASES = [pytest.param(text_case(i, t, tools, choice), content, id=
 def test_a_json_answer_is_no_call_to_a_function_that_takes_any_object(
         sglang_chat: RunChat, pieces: Callable[[str], list[str]],
         monkeypatch: pytest.MonkeyPatch, case: Case, content: str) -> None:
-    """Contract 10, the switch on, a call forced (``required`` or named) to functions without
-    ``parameters``, with a bare ``{"type": "object"}`` or an empty ``properties``: such a
-    schema takes every object, so a JSON answer is not read as its call; it is content,
-    whole and streamed (and where a constraining function is also forced, it refuses it)."""
-    assert len(UNCONSTRAINED_CASES) == 8
+    """Contract 10, the switch on, a call forced (``required`` or named): a bare object is a
+    call only where every key is a property the forced function declares (at least one) and
+    its schema takes it. Functions without ``parameters``, with a bare ``{"type": "object"}``,
+    an empty ``properties`` or ``required`` alone, ``{}``, and a JSON answer not made of the
+    keys of a function whose parameters are all optional: content, whole and streamed (and
+    where a function that declares the keys is also forced, it refuses it)."""
+    assert len(UNCONSTRAINED_CASES) == 13
     monkeypatch.setenv(RECOVER_TEXT_CALLS, "1")
     assert both(sglang_chat, pieces, case) == got(content=content)
 
