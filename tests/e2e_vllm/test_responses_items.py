@@ -88,6 +88,9 @@ ITEMS: dict[str, list[tuple[Any, ...]]] = {
     "route_free_text_at_end": [(M, A, FA, "A"), (M, A, FA, " Trailing words.")],
     "route_free_text_before_return": [(M, A, FA, "A"), (M, A, FA, "Bye.")],
     "route_free_text_header_words": [(M, A, FA, "A"), (M, A, FA, "B")],
+    "v5_role_word_prose_after_end_is_free_text": [(M, A, FA, "A"),
+                                                  (M, A, FA, "User asks again."),
+                                                  (M, A, FA, "B")],
     "hdr_to_assistant_commentary": [(M, A, P, "Let me look.")],
     "v3_final_without_message_at_start": [(M, A, FA, "The answer."), (R, "Done.")],
     # Contract 2 (v5): items keep each message as written; only chat joins them with "\n".

@@ -57,6 +57,8 @@ ITEMS: dict[str, list[list[Any]]] = {
     "route_free_text_at_end": [[C, F, "A"], [C, F, " Trailing words."]],
     "route_free_text_before_return": [[C, F, "A"], [C, F, "Bye."]],
     "route_free_text_header_words": [[C, F, "A"], [C, F, "B"]],
+    "v5_role_word_prose_after_end_is_free_text": [[C, F, "A"], [C, F, "User asks again."],
+                                                  [C, F, "B"]],
     "hdr_to_assistant_commentary": [[C, P, "Let me look."]],
     "v3_final_without_message_at_start": [[C, F, "The answer."], [R, "Done."]],
     # Contract 2 (v5): items keep each message as written; only chat joins them with "\n".
