@@ -227,6 +227,17 @@ def final_without_message(sections: list[tuple[int, str]]) -> str | None:
     return body or None
 
 
+def junk_before_final(sections: list[tuple[int, str]], role_given: bool,
+                      tools: frozenset[str] = frozenset(),
+                      spaced: tuple[str, ...] = ()) -> list[str]:
+    """The words no rule uses in a ``final`` header that never reached ``<|message|>``
+    (:func:`final_without_message` took the answer from its last channel section): those
+    before that channel word."""
+    k = max(i for i, (kind, _) in enumerate(sections) if kind == hm.CHANNEL)
+    return parse_header([*sections[:k], (hm.CHANNEL, hm.FINAL)], role_given, tools,
+                        spaced).junk
+
+
 def is_header_like(text: str) -> bool:
     """Whether text holds only header words (role or channel names, ``to=...``, json, code)."""
     for word in text.split():

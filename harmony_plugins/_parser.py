@@ -65,7 +65,7 @@ class StreamParser:
                               any_recipient=any_recipient,
                               recover_text_calls=recover_text_calls)
         self._turn = Turn(request, encoding, id_factory=id_factory, events=True)
-        self._turn.machine  # noqa: B018 -- reads the tools now: a bad shape raises here
+        self._turn.start()  # reads the tools now: a bad shape raises here
 
     def feed_ids(self, ids: Iterable[int]) -> list[Event]:
         """Parse the token ids of one delta (any number of tokens).
@@ -99,27 +99,27 @@ class StreamParser:
     @property
     def calls(self) -> int:
         """How many tool calls have begun so far."""
-        return self._turn.machine.calls
+        return self._turn.calls
 
     @property
     def recoveries(self) -> dict[str, int]:
         """Recovery rules applied so far, with how often (see ``harmony_plugins.rules``)."""
-        return dict(self._turn.machine.recoveries)
+        return dict(self._turn.recoveries)
 
     @property
     def call_outcomes(self) -> dict[str, int]:
         """Outcomes of the argument checks of the calls ended so far (``rules.OUTCOMES``)."""
-        return dict(self._turn.machine.outcomes)
+        return dict(self._turn.outcomes)
 
     @property
     def maybe_calls(self) -> int:
         """With ``tools_unknown``: the messages so far that may be calls to a function."""
-        return self._turn.machine.maybe_calls
+        return self._turn.maybe_calls
 
     @property
     def leaks_suspected(self) -> int:
         """How many ``LeakSuspected`` events have been emitted so far."""
-        return len(self._turn.machine.leaks)
+        return len(self._turn.leaks)
 
     @property
     def reasoning_tokens(self) -> int:

@@ -23,9 +23,10 @@ from typing import Any
 
 from . import rules
 from ._events import ReasoningText
-from ._frontends import IdsInput, TextInput, checked_ids
-from ._machine import Machine
-from ._steps import EMPTY, Collector, Step, fold
+from ._frontends import UNKNOWN, IdsInput, Piece, TextInput, checked_ids
+from ._joints import Joints
+from ._machine import Machine, Rules
+from ._steps import EMPTY, Step, StepBuilder, fold
 from ._tools import builtin_names, declared_tools, tool_table
 from ._tools import field as _field
 from .vocab import Vocab
@@ -121,6 +122,20 @@ class Request:
             declared = self._declared = [] if self.calls_off else declared_tools(self._tools)
         return declared
 
+    def rules(self) -> Rules:
+        """What the request allows its parse, resolved (reading the tools may raise TypeError
+        for a ``tools`` of no tool shape)."""
+        declared = self.declared
+        names, schemas = tool_table(declared)
+        forced = self.forced if self.recover_text_calls else None
+        return Rules(
+            tools=names, schemas=schemas, builtins=builtin_names(declared),
+            pass_undeclared=self.pass_undeclared, tools_unknown=not self.tools_known,
+            any_recipient=self.any_recipient, single_call=not self.parallel_tool_calls,
+            text_calls=self.recover_text_calls and bool(names),
+            forced=(names if forced == "required" else frozenset({forced}) & names)
+            if forced else frozenset())
+
 
 @dataclass(slots=True)
 class Summary:
@@ -171,14 +186,16 @@ class Turn:
     boundaries); without it no event object is built, only the step's joined parts.
 
     The turn owns its front end (ids or text, chosen by the first feed), its state machine
-    and the collector the machine hands its output to; none of them holds a reference back,
-    so a finished turn is freed by its last reference. Bad input raises at the boundary,
-    before any state changes (see :class:`~harmony_plugins._parser.StreamParser`); feeding a
-    closed turn, or both ids and text, raises RuntimeError.
+    and the builder of its steps: the front end turns a delta into pieces, the turn hands each
+    to the machine and what the machine returns to the builder, the one writer of its steps.
+    None of them holds a reference to another, so a finished turn is freed by its last
+    reference. Bad input raises at the boundary, before any state changes (see
+    :class:`~harmony_plugins._parser.StreamParser`); feeding a closed turn, or both ids and
+    text, raises RuntimeError.
     """
 
     __slots__ = ("request", "_encoding", "_id_factory", "_observer", "_events", "_machine",
-                 "_out", "_front", "_fed", "_finish", "summary")
+                 "_steps", "_front", "_joints", "_fed", "_finish", "summary")
 
     def __init__(self, request: Request, encoding: Vocab | None = None, *,
                  id_factory: Callable[[], str] | None = None,
@@ -191,32 +208,24 @@ class Turn:
         self._observer = observer
         self._events = events
         self._machine: Machine | None = None
-        self._out = Collector(events)  # where the machine puts what each feed produces
+        self._steps = StepBuilder(events)  # the one writer of this turn's steps
         self._front: IdsInput | TextInput | None = None
+        self._joints: Joints | None = None  # text mode only
         # While the tools are unknown: every feed so far, to parse again once they are.
         self._fed: list[Any] | None = None if request.tools_known else []
         self._finish: str | None = None  # set by close()
         self.summary: Summary | None = None
         """Set when the turn has been reported (at close; see :meth:`declare`)."""
 
-    @property
-    def machine(self) -> Machine:
-        """The turn's state machine (started on first use: reading the tools may raise
-        TypeError for a ``tools`` of no tool shape)."""
-        return self._machine or self._start()
+    def start(self) -> None:
+        """Read the request's tools now (a ``tools`` of no tool shape raises TypeError here);
+        otherwise the first feed does."""
+        self._machine_started()
 
-    def _start(self) -> Machine:
-        request = self.request
-        declared = request.declared
-        names, schemas = tool_table(declared)
-        forced = request.forced if request.recover_text_calls else None
-        machine = self._machine = Machine(
-            names, self._id_factory, request.pass_undeclared, schemas,
-            not request.tools_known, request.any_recipient, builtin_names(declared),
-            self._out, single_call=not request.parallel_tool_calls,
-            text_calls=request.recover_text_calls and bool(names),
-            forced=(names if forced == "required" else frozenset({forced}) & names)
-            if forced else frozenset())
+    def _machine_started(self) -> Machine:
+        machine = self._machine
+        if machine is None:
+            machine = self._machine = Machine(self.request.rules(), self._id_factory)
         return machine
 
     @property
@@ -233,6 +242,33 @@ class Turn:
         if self._fed is None or machine is None:
             return 0
         return machine.maybe_calls
+
+    @property
+    def calls(self) -> int:
+        """How many tool calls have begun so far."""
+        machine = self._machine
+        return machine.calls if machine is not None else 0
+
+    @property
+    def maybe_calls(self) -> int:
+        """With the tools unknown: the messages so far that may be calls to a function."""
+        machine = self._machine
+        return machine.maybe_calls if machine is not None else 0
+
+    @property
+    def recoveries(self) -> dict[str, int]:
+        """Recovery rules applied so far, with how often."""
+        return self._steps.recoveries
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        """Calls so far by outcome (``rules.OUTCOMES``)."""
+        return self._steps.outcomes
+
+    @property
+    def leaks(self) -> list[str]:
+        """Excerpts of the suspected leaks flagged so far."""
+        return self._steps.leaks
 
     def declare(self, tools: Iterable[Any] | None) -> Step:
         """Give a turn built with ``tools_known=False`` the request's tools.
@@ -256,8 +292,8 @@ class Turn:
         self.request = self.request.with_tools(tools)
         by_ids = isinstance(self._front, IdsInput)
         finish, self._finish = self._finish, None
-        self._machine = self._front = None  # the parse without the tools, replaced
-        self._out = Collector(self._events)
+        self._machine = self._front = self._joints = None  # the parse without the tools
+        self._steps = StepBuilder(self._events)
         steps = [self.feed_ids(piece) if by_ids else self.feed_text(piece) for piece in fed]
         if finish is not None:
             steps.append(self.close(finish))
@@ -290,7 +326,7 @@ class Turn:
     @property
     def reasoning_tokens(self) -> int:
         """Token ids fed so far that were reasoning text."""
-        return self._out.reasoning_tokens
+        return self._steps.reasoning_tokens
 
     def feed_ids(self, ids: Iterable[int], finish: str | None = None) -> Step:
         """One step's token ids; with ``finish`` (``"stop"``, ``"length"`` or ``"unknown"``:
@@ -304,8 +340,12 @@ class Turn:
         if (front.__class__ is not IdsInput or finish is not None or self._fed is not None
                 or self._finish is not None):
             return self._feed(IdsInput, ids, finish)
-        front.feed(ids)  # a decode step of an open turn: the usual feed
-        return self._out.step()
+        # A decode step of an open turn: most are one token of text, one call into the state.
+        text = front.single(ids)  # type: ignore[union-attr]
+        if text is not None:
+            return self._steps.one(self._machine.text(text, 1))  # type: ignore[union-attr]
+        self._take(front.feed(ids))  # type: ignore[union-attr]
+        return self._steps.step()
 
     def feed_text(self, text: str, finish: str | None = None) -> Step:
         """One step's text (markers spelled literally); ``finish`` as in :meth:`feed_ids`.
@@ -314,9 +354,12 @@ class Turn:
         if (front.__class__ is not TextInput or finish is not None or self._fed is not None
                 or self._finish is not None or text.__class__ is not str):
             return self._feed(TextInput, text, finish)
-        if text:
-            front.feed(text)
-        return self._out.step()
+        if not text:
+            return EMPTY
+        if front.single(text) is not None and self._joints.idle():  # type: ignore[union-attr]
+            return self._steps.one(self._machine.text(text, 0))  # type: ignore[union-attr]
+        self._take_text(front.feed(text))  # type: ignore[union-attr]
+        return self._steps.step()
 
     def _feed(self, kind: type[IdsInput] | type[TextInput], data: Any,
               finish: str | None) -> Step:
@@ -332,9 +375,11 @@ class Turn:
             if kind is IdsInput:
                 data = checked_ids(data)
             self._fed.append(data)
-        if kind is IdsInput or data:
-            front.feed(data)
-        step = self._out.step()
+        if kind is IdsInput:
+            self._take(front.feed(data))
+        elif data:
+            self._take_text(front.feed(data))
+        step = self._steps.step()
         return step if finish is None else fold((step, self.close(finish)))
 
     def _front_for(self, kind: type[IdsInput] | type[TextInput], name: str) -> Any:
@@ -343,16 +388,46 @@ class Turn:
             raise RuntimeError(f"Turn.{name}() after close()")
         front = self._front
         if front is None:
-            machine = self.machine  # reads the tools: may raise before anything is fed
+            self._machine_started()  # reads the tools: may raise before anything is fed
             if kind is IdsInput:
                 vocab = self._encoding or Vocab.o200k_harmony()
-                front = self._front = IdsInput(machine, vocab.table)
+                front = self._front = IdsInput(vocab.table)
             else:
-                front = self._front = TextInput(machine)
+                front = self._front = TextInput()
+                self._joints = Joints()
         elif front.__class__ is not kind:
             other = "feed_text" if kind is IdsInput else "feed_ids"
             raise RuntimeError(f"Turn.{name}() on a turn already fed with {other}()")
         return front
+
+    def _take(self, pieces: list[Piece]) -> None:
+        """Hand each piece to the machine, and what it returns to the step builder."""
+        machine, steps = self._machine, self._steps
+        assert machine is not None
+        for piece in pieces:
+            if piece.__class__ is tuple:
+                steps.add(machine.text(*piece))
+            elif piece == UNKNOWN:
+                steps.add(machine.unknown_token())
+            else:
+                steps.add_all(machine.marker(piece))
+
+    def _take_text(self, pieces: list[Piece]) -> None:
+        """:meth:`_take` for text mode, through the joints (:mod:`harmony_plugins._joints`):
+        text on the two sides of a marker that joins them never spells a control token."""
+        machine, steps, joints = self._machine, self._steps, self._joints
+        assert machine is not None and joints is not None
+        for piece in pieces:
+            if piece.__class__ is tuple:
+                for dropped, text in joints.text(piece[0]):
+                    steps.add(machine.dropped(rules.SPLIT_MARKER, text) if dropped
+                              else machine.text(text, 0))
+            else:
+                held = joints.release()
+                if held:
+                    steps.add(machine.text(held, 0))
+                joints.at_marker(machine.joins(piece))
+                steps.add_all(machine.marker(piece))
 
     def close(self, finish: str = "stop") -> Step:
         """End the turn; returns the last step (with ``finish`` set). ``finish`` is why the
@@ -363,20 +438,26 @@ class Turn:
         if self._finish is not None:
             return EMPTY
         self._finish = finish
-        machine = self.machine
-        front = self._front
-        if front is not None:
-            front.flush()
-        machine.close(finish)
-        step = self._out.step()
+        machine = self._machine_started()
+        front, joints = self._front, self._joints
+        if joints is not None:  # text mode: what the front end held goes through the joints
+            self._take_text(front.flush())  # type: ignore[union-attr]
+            held = joints.flush()
+            if held:
+                self._steps.add(machine.text(held, 0))
+        elif front is not None:
+            self._take(front.flush())
+        self._steps.add_all(machine.close(finish))
+        step = self._steps.step()
         if self._fed is None:  # else reported once the tools are known (declare / settle)
             self._summarise()
         return step
 
     def _summarise(self) -> None:
-        out = self._out
-        summary = self.summary = Summary(dict(out.recoveries), dict(out.outcomes),
-                                         list(out.leaks), dict(out.applied), list(out.calls))
+        steps = self._steps
+        summary = self.summary = Summary(dict(steps.recoveries), dict(steps.outcomes),
+                                         list(steps.leaks), dict(steps.applied),
+                                         list(steps.calls))
         if self._observer is not None:
             self._observer(summary)
 

@@ -648,7 +648,7 @@ def test_the_check_reports_bad_names_paths_and_links() -> None:
 
 def test_the_check_reads_a_docstring_s_names_as_its_module_does() -> None:
     text = ("Uses :meth:`Turn.declare` (``Turn`` is imported there), :func:`parse_text`, "
-            ":mod:`.compat`, :class:`Collector` (one class of ours has that name), "
+            ":mod:`.compat`, :class:`StepBuilder` (one class of ours has that name), "
             ":class:`openai_harmony.Message`, :mod:`json` and ``rules.OUTCOMES``; not "
             ":meth:`Turn.nothing`, :mod:`.nothing`, :func:`gone` nor\n"
             "``harmony_plugins/nothing.py``.")

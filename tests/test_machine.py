@@ -1,5 +1,6 @@
-"""Every state and transition of the state machine (the table in machine.py's docstring),
-and the header and argument readers underneath it."""
+"""Every state and transition of the state machine, written by hand from the contract (the
+machine's own table, :mod:`harmony_plugins._transitions`, is held to it in
+``tests/test_transitions.py``), and the header and argument readers underneath it."""
 
 from __future__ import annotations
 
@@ -38,8 +39,9 @@ from harmony_plugins._machine import (
     HeaderState,
     Machine,
     ReasoningBody,
+    Rules,
 )
-from harmony_plugins._steps import Collector
+from harmony_plugins._steps import StepBuilder
 from harmony_plugins._tools import tool_names
 
 TOOLS = frozenset({"get_weather", "shell"})
@@ -78,20 +80,33 @@ MARKERS = {name: getattr(mk, name.upper()) for name in NAMES}
 
 
 def machine_in(prefix: str) -> tuple[Machine, list]:
-    machine = Machine(TOOLS, id_factory=lambda: "call_x", out=Collector(events=True))
-    TextInput(machine).feed(prefix)
-    return machine, taken(machine)
+    machine = Machine(Rules(tools=TOOLS), new_id=lambda: "call_x")
+    return machine, feed(machine, prefix)
 
 
-def taken(machine: Machine) -> list:
-    """The events the machine handed over since the last look."""
-    return list(machine.out.step().events)
+def feed(machine: Machine, text: str) -> list:
+    """Hand ``text`` (markers spelled) to the machine as a turn does; the events it made."""
+    front = TextInput()
+    parts = []
+    for piece in front.feed(text) + front.flush():
+        if isinstance(piece, tuple):
+            parts.append(machine.text(*piece))
+        else:
+            parts += machine.marker(piece)
+    return events_of(parts)
+
+
+def events_of(parts: list) -> list:
+    """The events the machine's parts stand for, in order."""
+    steps = StepBuilder(events=True)
+    steps.add_all(parts)
+    return list(steps.step().events)
 
 
 def test_a_machine_built_with_no_switches_drops_an_undeclared_function():
     machine, _ = machine_in("<|channel|>commentary to=functions.other<|message|>{}")
     assert (state_of(machine), route_of(machine)) == (BODY, DROP)
-    assert machine.pass_undeclared is False
+    assert machine.rules.pass_undeclared is False
 
 
 @pytest.mark.parametrize("state", STATES)
@@ -214,8 +229,7 @@ def _key(event) -> tuple:
 @pytest.mark.parametrize(("state", "marker"), list(TRANSITIONS))
 def test_transition(state, marker):
     machine, _ = machine_in(STATES[state][0])
-    machine.marker(MARKERS[marker])
-    out = taken(machine)
+    out = events_of(machine.marker(MARKERS[marker]))
     expected_state, expected_events = TRANSITIONS[(state, marker)]
     assert state_of(machine) == expected_state
     assert [_key(e) for e in out] == expected_events
@@ -229,8 +243,7 @@ def test_every_state_and_marker_is_in_the_table():
 def test_call_marker_sets_after_call_and_drops_later_prose():
     machine, _ = machine_in("<|channel|>commentary to=functions.shell<|message|>ls<|call|>")
     assert machine.after_call and machine.stop_reason == "call"
-    TextInput(machine).feed("<|channel|>final<|message|>Done<|end|>")
-    out = taken(machine)
+    out = feed(machine, "<|channel|>final<|message|>Done<|end|>")
     assert out == [Recovery(rules.AFTER_CALL, "Done")]
 
 
@@ -242,14 +255,11 @@ def test_text_in_each_state_goes_to_its_place():
     }
     for state, event in expectations.items():
         machine, _ = machine_in(STATES[state][0])
-        machine.at.take("B", 0)
-        out = taken(machine)
+        out = events_of([machine.text("B", 0)])
         assert out == [event]
     for state in ("initial header", "role header", "dropped body", "done"):
         machine, _ = machine_in(STATES[state][0])
-        machine.at.take("B", 0)
-        out = taken(machine)
-        assert out == []
+        assert machine.text("B", 0) is None
 
 
 def test_close_in_each_state():
@@ -266,12 +276,10 @@ def test_close_in_each_state():
     }
     for state, expected in cases.items():
         machine, _ = machine_in(STATES[state][0])
-        machine.close("stop")
-        out = taken(machine)
+        out = events_of(machine.close("stop"))
         assert out == expected, state
     machine, _ = machine_in(STATES["call body"][0])
-    machine.close("length")
-    out = taken(machine)
+    out = events_of(machine.close("length"))
     assert out[-1] == EndOfTurn("end_of_stream", "length")
 
 
@@ -473,15 +481,13 @@ def test_reasoning_tokens_are_counted_per_run_whatever_the_cuts():
 
 def test_free_text_header_words_only_are_junk():
     machine, _ = machine_in("<|channel|>final<|message|>A<|end|> assistant to=functions.x ")
-    machine.marker(mk.START)
-    out = taken(machine)
+    out = events_of(machine.marker(mk.START))
     assert out == [Recovery(rules.HEADER_JUNK, " assistant to=functions.x ")]
 
 
 def test_free_text_at_close_is_content():
     machine, _ = machine_in("<|channel|>final<|message|>A<|end|>Bye now")
-    machine.close("stop")
-    out = taken(machine)
+    out = events_of(machine.close("stop"))
     assert out[:4] == [Recovery(rules.FREE_TEXT), MessageBegin("content", "final"),
                        ContentText("Bye now"), MessageEnd("end_of_stream")]
 
