@@ -133,6 +133,7 @@ sglang_pid=$!
 
 run "set up .venv" scripts/setup_env.sh
 run "ruff" .venv/bin/ruff check .
+run "every recent commit imports" .venv/bin/python scripts/check_commits_import.py
 run "workflow lint" bash -c ".venv/bin/actionlint && .venv/bin/zizmor -q --offline .github/workflows"
 run "core tests" checked core .venv/bin/python -m pytest tests -p no:cacheprovider \
     --ignore=tests/vllm --ignore=tests/e2e_vllm --ignore=tests/sglang --ignore=tests/gpu \
