@@ -168,22 +168,23 @@ ROLE_WORDS = (USER, SYSTEM, DEVELOPER, TOOL, PYTHON, *(ns[:-1] for ns in TOOL_NA
 and where a tool's answer comes from (``python``, ``functions.NAME``, ``browser.*``,
 ``container.*``)."""
 ROLE_TOKENS = (
-    ("user", 1428), (" user", 1825), ("User", 1844), (" User", 4293), ("USER", 12440),
-    (" USER", 27086),
-    ("system", 17360), (" system", 2420), ("System", 3320), (" System", 1219),
-    ("SYSTEM", 132196), (" SYSTEM", 66849),
+    ("user", 1428), (" user", 1825), ("\tuser", 31370), ("User", 1844), (" User", 4293),
+    ("\tUser", 49254), ("USER", 12440), (" USER", 27086),
+    ("system", 17360), (" system", 2420), ("\tsystem", 94995), ("System", 3320),
+    (" System", 1219), ("\tSystem", 7815), ("SYSTEM", 132196), (" SYSTEM", 66849),
     ("developer", 77944), (" developer", 24261), ("Developer", 73175), (" Developer", 41052),
     ("tool", 17952), (" tool", 4584), ("Tool", 7199), (" Tool", 19778), (" TOOL", 189394),
     ("python", 29010), (" python", 22752), ("Python", 60502), (" Python", 26534),
     ("functions", 44580), (" functions", 9964), ("Functions", 33550), (" Functions", 50427),
     (" FUNCTIONS", 126738),
     ("browser", 46071), (" browser", 10327), ("Browser", 24837), (" Browser", 28835),
-    ("container", 6896), (" container", 9282), ("Container", 5626), (" Container", 16614),
+    ("container", 6896), (" container", 9282), ("\tcontainer", 111157), ("Container", 5626),
+    (" Container", 16614),
 )
 """(spelling, o200k_harmony id) of every :data:`ROLE_WORDS` spelling that is one token: each
-word in lower, title and upper case, with and without a leading space. The generation guard
-tells a forged role by these ids (``tests/test_guard.py`` checks the list against the
-tokenizer, both ways)."""
+word in lower, title and upper case, alone or after a space or a tab (no other whitespace
+joins a role's word in one token). The generation guard tells a forged role by these ids
+(``tests/test_guard.py`` checks the list against the tokenizer, both ways)."""
 
 JSON = "json"
 CODE = "code"
