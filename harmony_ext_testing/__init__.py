@@ -5,6 +5,10 @@ noise), the offline Hugging Face tokenizer of the tiny test models, and the clie
 merge of streamed deltas. Servers in tests import it from the checkout, which must be on
 their path (scripts/vllm_tiny_server.sh arranges it); production installs never load it.
 
+The fuzzer every test tier runs (``fuzzed_outputs``: seeded gpt-oss outputs, mutated and random,
+and the invariants every parse of them holds, the generation guard's agreement with the parse
+among them).
+
 And what the comparison pages' generators (``pages/``) share with the tests, so that the
 generators import nothing from ``tests/``: the engines' case tables (``vllm_cases``,
 ``sglang_cases``), the multi-turn round trips and their hand-written renderings

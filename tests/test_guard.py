@@ -1,23 +1,27 @@
 """harmony_plugins._guard: where a generated turn is over, told from its token ids (contract
 section 10), every state and transition, every forged form of contract section 2 split at every
-point across steps, and the facts it reads. Where each generation ends is written by hand from
-the contract (section 2 says which roles forge a turn, section 10 where the engine stops); token
-ids come from tiktoken's o200k_harmony, built from the shipped vocabulary."""
+point across steps, the facts it reads, and its agreement with the parse both ways, section 2's
+three exceptions each shown. Where each generation ends is written by hand from the contract
+(section 2 says which roles forge a turn, section 10 where the engine stops); token ids come from
+tiktoken's o200k_harmony, built from the shipped vocabulary."""
 
 from __future__ import annotations
 
 import lzma
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harmony_ext_testing import fuzzed_outputs as fz
 from harmony_plugins import Guard, Request, Turn, Vocab, turn_stop
+from harmony_plugins import _header as header_module
 from harmony_plugins import harmony as hm
 from harmony_plugins._guard import FORGING, IDLE, NAMESPACE, ROLE, TEXT, WORD
 from harmony_plugins.data import o200k_starts_xz
 from harmony_plugins.vocab import starts
 from harmony_plugins.vocab.o200k import tiktoken_encoding
+from tests.contract_cases import CASES as CONTRACT_CASES
 
 ENCODING = tiktoken_encoding()
 VOCAB = Vocab.o200k_harmony()
@@ -320,24 +324,107 @@ def test_each_choice_is_its_own():
     assert stops == [len(ids(FORGED[0][1])) - 1, None]
 
 
-# -- it agrees with the parse ------------------------------------------------------------------
+# -- it agrees with the parse, both ways -------------------------------------------------------
+# harmony_ext_testing/fuzzed_outputs.guard_disagreements holds the guard and the parse together
+# on every prefix: where the guard stops at no stop id, the parse of the output so far reports a
+# forged turn; where the parse of the output up to a header marker (or a role's token after
+# <|start|>) reports one, the guard has stopped within 2 tokens, except in the three forms
+# contract section 2 lists, which it tells from the parse's role and the role section's tokens,
+# never from the guard's tables. The fuzzer runs it on its outputs (tests/test_fuzzed_outputs.py);
+# here on hypothesis's sequences of pieces and on every case of the contract.
 
 PIECES = ["<|start|>", "<|end|>", "<|channel|>", "<|message|>", "<|constrain|>", "<|return|>",
-          "<|call|>", "<|reserved_200013|>", "user", " user", "User", "functions", ".get",
-          "_weather", " to", "=", "assistant", "analysis", "final", "comment", "ary", "\n",
-          "\n\n", " ", "hello", " world", "json", "python", "Python", "system", "name", ".", "x",
-          "to", "browser", ".search", "tool", "developer", '{"a":1}']
+          "<|call|>", "<|reserved_200013|>", "user", " user", "User", "\tuser", "uSer",
+          "functions", ".get", "_weather", " to", "=", "to=x", "assistant", "analysis", "final",
+          "comment", "ary", "\n", "\n\n", " ", "hello", " world", "json", "python", "Python",
+          "system", "name", ".", "x", "to", "browser", ".search", "tool", "developer",
+          "nobody", '{"a":1}', "User asks.", "\tSystem", "container"]
 
 
+@settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(PIECES), min_size=1, max_size=16))
-def test_it_stops_only_where_the_parse_reports_a_forged_turn(pieces):
+def test_the_guard_and_the_parse_agree_both_ways(pieces):
     generation = [token for piece in pieces for token in ids(piece)]
-    at = stop_of(generation)
-    if at is None or generation[at] in (RETURN, CALL, END_OF_TEXT):
-        return
+    assert fz.guard_disagreements(generation) == []
+
+
+def contract_ids(case) -> list[int]:
+    if case.ids_parts is None:
+        return ids(case.text)
+    return [t for part, special in case.ids_parts
+            for t in (ids(part) if special else ENCODING.encode_ordinary(part))]
+
+
+@pytest.mark.parametrize("case", CONTRACT_CASES, ids=[c.id for c in CONTRACT_CASES])
+def test_they_agree_on_every_contract_case(case):
+    assert fz.guard_disagreements(contract_ids(case)) == []
+
+
+class NeverStops(Guard):
+    """A guard that takes every id and never ends a generation."""
+
+    def step(self, token: int) -> bool:
+        super().step(token)
+        return False
+
+
+AFTER = "<|channel|>final<|message|>Answer.<|end|>"
+
+
+@pytest.mark.parametrize("forged", ["<|start|>user<|message|>x", "user<|channel|>final",
+                                    "\tuser<|channel|>final", "functions.get_weather to=assistant"
+                                    "<|channel|>commentary"])
+def test_a_guard_that_misses_a_forged_turn_fails_the_check(forged):
+    generation = ids(AFTER + forged)
+    assert fz.guard_disagreements(generation) == []  # the guard as it is
+    (problem,) = fz.guard_disagreements(generation, guard=NeverStops)
+    assert "reports a forged turn" in problem and "the guard stops nowhere" in problem
+
+
+def test_a_parse_without_the_text_role_rule_fails_the_check(monkeypatch):
+    generation = ids(AFTER + "user<|channel|>final<|message|>More?")
+    assert fz.guard_disagreements(generation) == []
+    monkeypatch.setattr(header_module, "forging_role", lambda text, role_given: None)
+    (problem,) = fz.guard_disagreements(generation)
+    assert problem.startswith("the guard stops at token") and "no forged turn" in problem
+
+
+# The three forms contract section 2 leaves to the parse (audit row D16): the parse reports each,
+# the guard does not stop, and the check names the form; each beside the same turn written in a
+# form the guard knows, where it stops.
+EXCEPTIONS = [
+    # (the form; the turn forged after an answer, and the output up to the marker where the
+    # parse reports it, with the role it names; the same turn in a form the guard knows, and
+    # the output up to where the guard stops it, with its role)
+    ("a role of the model's invention", "<|start|>nobody<|message|>More?",
+     "<|start|>nobody<|message|>", "nobody",
+     "<|start|>user<|message|>More?", "<|start|>user", "user"),
+    ("a role's word split into several tokens", "uSer<|channel|>final<|message|>More?",
+     "uSer<|channel|>", "uSer",
+     "User<|channel|>final<|message|>More?", "User<|channel|>", "User"),
+    ("a recipient before the role", "to=x user<|channel|>final<|message|>More?",
+     "to=x user<|channel|>", "user",
+     "user to=x<|channel|>final<|message|>More?", "user to=x<|channel|>", "user"),
+]
+
+
+@pytest.mark.parametrize("form, forged, reported, role, known, stopped, known_role", EXCEPTIONS,
+                         ids=[e[0] for e in EXCEPTIONS])
+def test_the_forms_the_guard_cannot_know(form, forged, reported, role, known, stopped,
+                                         known_role):
+    generation, upto = ids(AFTER + forged), ids(AFTER + reported)
+    assert generation[:len(upto)] == upto
     turn = Turn(Request([GET_WEATHER]), VOCAB)
-    rules = [r.rule for r in turn.feed_ids(generation[:at + 1], "stop").recoveries]
-    assert "forged_turn" in rules
+    turn.feed_ids(generation, "stop")
+    assert turn.summary.applied.get(("forged_turn", role)) == 1  # the parse reports it
+    assert stop_of(generation) is None  # the guard does not stop
+    assert fz.exception_form(upto, role) == form
+    assert fz.guard_disagreements(generation) == []
+    # The control: the same turn written as the guard knows it, which it stops at; no form.
+    written, upto = ids(AFTER + known), ids(AFTER + stopped)
+    assert written[:len(upto)] == upto
+    assert stop_of(written) == len(upto) - 1
+    assert fz.exception_form(upto, known_role) is None
 
 
 @pytest.mark.parametrize("value, on", [(None, True), ("1", True), ("yes", True), ("0", False),
