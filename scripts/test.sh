@@ -23,7 +23,8 @@
 # holds its skips to the tier's allow-list in scripts/skips.toml: a skip not listed there, or an
 # import failure turned into a skip, fails the step. At the end it prints which engine version
 # each tier ran, how it ended and its passed/skipped counts (CONTRIBUTING.md's version table
-# comes from that). Extra arguments go to every pytest run (e.g. -x, -q). tests/gpu runs in no
+# comes from that), and per pytest step its canitoolcall and fuzzer counts
+# (scripts/conformance_counts.py, scripts/fuzz_counts.py on its JUnit report). Extra arguments go to every pytest run (e.g. -x, -q). tests/gpu runs in no
 # CPU tier (scripts/gpu_e2e*.sh run it on a GPU).
 # After the core tests it builds the sdist and wheel (twine-checked) and installs the wheel
 # alone into a fresh venv (CLI, Python API, entry points).
@@ -69,9 +70,11 @@ checked() {  # checked TIER PYTEST-COMMAND...: run it with a JUnit report, then 
     # "TIER: P passed, S skipped (A allowed), ..." -> "P | S"
     counts[$tier]="$(head -1 <<<"$summary" |
         sed -E 's/^[^:]*: ([0-9]+) passed, ([0-9]+) skipped.*/\1 | \2/')"
-    # and how many of canitoolcall's gpt-oss fixtures the tier's parse passed (if it ran them)
+    # and how many of canitoolcall's gpt-oss fixtures the tier's parse passed (if it ran them),
+    # and how many fuzzed outputs its fuzz tests tried and how many failed (if it has them)
     steps+=("| $tier | $(head -1 <<<"$summary" | cut -d: -f2- | sed 's/^ //') | $(
-        "$host_python" scripts/conformance_counts.py "$reports/$tier.xml") |")
+        "$host_python" scripts/conformance_counts.py "$reports/$tier.xml") | $(
+        "$host_python" scripts/fuzz_counts.py "$reports/$tier.xml") |")
     return "$status"
 }
 tier() {  # tier ENGINE VENV MODULE HOW STATUS SKIP-TIER: one row of the version table
@@ -198,8 +201,8 @@ echo "|---|---|---|---|---|"
 printf '%s\n' "${versions[@]}"
 echo "| vLLM 0.34.0, SGLang 0.5.23 | GPU: real servers (scripts/gpu_e2e*.sh) | $gpu | | |"
 echo "==== every pytest step (skips held to scripts/skips.toml)"
-echo "| step | counts | canitoolcall's gpt-oss fixtures |"
-echo "|---|---|---|"
+echo "| step | counts | canitoolcall's gpt-oss fixtures | fuzzed outputs |"
+echo "|---|---|---|---|"
 printf '%s\n' "${steps[@]}"
 
 if ((${#failed[@]})); then
