@@ -23,8 +23,10 @@ the word end there, or go on as a tool's name?). Markup written with ordinary to
 so an answer that spells ``<|start|>user`` never stops. A role the guard does not know by its
 tokens (one of the model's invention, ``<|start|>nobody``; a spelling split into several
 tokens; a recipient before the role, ``<|end|>to=x user<|channel|>``) is left to the parse,
-which reports it all the same: the guard stops only where the parse of the generation so far
-reports ``forged_turn``, and ``tests/test_guard.py`` checks that on generations of every shape.
+which reports it all the same. Both ways, the guard stops only where the parse of the generation
+so far reports ``forged_turn``, and, those three forms aside, wherever it does;
+``tests/test_guard.py`` and the fuzzer of every test tier
+(``harmony_ext_testing/fuzzed_outputs.py``) check both on generations of every shape.
 
 The request's wishes come first: with ``ignore_eos`` it wants exactly its ``max_tokens`` and the
 guard never stops it; with ``min_tokens`` the turn may be over sooner, but the generation ends
