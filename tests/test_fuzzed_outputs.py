@@ -18,10 +18,13 @@ from harmony_ext_testing import fuzzed_outputs as fz
 from harmony_plugins import ChatResult, ContentText, Recovery, Vocab
 
 CI_OUTPUTS = 300
+CI_ADMITTED = 50
 
 
 def test_fuzzed_outputs_hold_every_invariant(record_testsuite_property: Any) -> None:
-    outputs = fz.outputs(fz.how_many(CI_OUTPUTS))
+    """CI's outputs, and the grammar-admitted ones the engine tiers send with a format."""
+    outputs = fz.outputs(fz.how_many(CI_OUTPUTS)) + fz.admitted_outputs(
+        fz.how_many(CI_ADMITTED, 4))
     failures = [f for out in outputs for f in fz.core_failures(out)]
     fz.record(record_testsuite_property, len(outputs), failures)
     assert not failures, fz.reports(failures, "core")
