@@ -26,6 +26,7 @@ from ._events import (
 )
 from ._grammar import answer_or_call
 from ._guard import Guard
+from ._messages_api import messages_block, messages_stop_reason
 from ._openai import ChatResult
 from ._parser import StreamParser, parse_ids, parse_text
 from ._steps import CallDelta, Step, fold
@@ -84,6 +85,8 @@ __all__ = [
     "harmony",
     "held_schemas",
     "item_messages",
+    "messages_block",
+    "messages_stop_reason",
     "parse_ids",
     "parse_text",
     "part_of",

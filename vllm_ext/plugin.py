@@ -25,7 +25,7 @@ from harmony_plugins.adapter_support import hooks
 from harmony_plugins.adapter_support.command_line import may_select, selects
 from harmony_plugins.adapter_support.versions import release
 
-from . import guard, items, prompt
+from . import guard, items, messages_api, prompt
 
 NAME = "harmony-ext"
 SUPPORTED = ((0, 32), (0, 33), (0, 34))
@@ -69,7 +69,7 @@ def register() -> None:
 
 WRAPS = ("vllm.parser.parser_manager.ParserManager._compose_parser",)
 """The engine function :func:`install_hook` wraps in place."""
-OPTIONAL = (prompt, items, guard)
+OPTIONAL = (prompt, items, messages_api, guard)
 """The hooks the adapter works without: each module names what it wraps (``WRAPS``), what is
 lost without it (``OFF``), and has a ``check()`` and an ``install()``. With :data:`WRAPS`,
 every engine function the adapter wraps (``docs/upstream.md`` lists them)."""
@@ -204,6 +204,7 @@ def compose(func: Any, manager: type, args: tuple[Any, ...], kwargs: dict[str, A
                        "completions with tool_choice 'auto'.", NAME)
     prompt.activate()
     items.activate()
+    messages_api.activate()
     return parser_class(*resolved)
 
 

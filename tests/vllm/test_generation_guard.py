@@ -245,6 +245,6 @@ def test_every_target_the_adapter_names_is_wrapped():
     import pkgutil
 
     targets = plugin.wrapped_targets()
-    assert len(targets) == 10
+    assert len(targets) == 12
     for target in targets:
         assert hooks.wrapped(pkgutil.resolve_name(target)), target

@@ -1,0 +1,145 @@
+"""The Anthropic Messages API (``/v1/messages``) of a vLLM server, spoken in plain HTTP.
+
+A request carries its scripted output in ``vllm_xargs`` as the chat cases do
+(:mod:`harmony_ext_testing.vllm_cases`). :func:`run_messages` sends one, streamed or not, and
+returns an id-free :class:`MessagesRun`: the HTTP status, the error message of a failed
+request, and else the response's content blocks (``["thinking", text]``, ``["text", text]``,
+``["tool_use", name, input]``) and ``stop_reason``. A stream is folded the way a client folds
+it: a block's deltas concatenated in their block, a ``tool_use`` block's ``partial_json`` read
+as JSON at its end (left a string where it is none, as no client could use it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harmony_ext_testing.vllm_cases import MODEL, TOOL_PARAMETERS
+
+QUESTION = "What is the weather in Paris?"
+
+
+def messages_tools(names: Iterable[str]) -> list[dict[str, Any]]:
+    """An Anthropic ``tools`` array for these function names."""
+    return [{"name": n, "description": f"The {n} tool.",
+             "input_schema": TOOL_PARAMETERS.get(n, {"type": "object", "properties": {}})}
+            for n in names]
+
+
+def messages_body(script: str, tools: Iterable[str] = (), *, stream: bool,
+                  max_tokens: int = 200) -> dict[str, Any]:
+    """A ``/v1/messages`` request whose model output is ``script``."""
+    body: dict[str, Any] = {"model": MODEL, "max_tokens": max_tokens, "stream": stream,
+                            "messages": [{"role": "user", "content": QUESTION}],
+                            "vllm_xargs": {"script_text": script}}
+    tools = list(tools)
+    if tools:
+        body["tools"] = messages_tools(tools)
+    return body
+
+
+@dataclass
+class MessagesRun:
+    """One request's outcome: ``status``, and ``error`` or ``blocks`` and ``stop_reason``."""
+
+    status: int
+    blocks: list[list[Any]] = field(default_factory=list)
+    stop_reason: str | None = None
+    error: str | None = None
+    id: str | None = None
+    events: list[str] = field(default_factory=list)  # streamed: the event names, in order
+
+    def outcome(self) -> dict[str, Any]:
+        """What a client got, without ids: comparable across servers and stream modes."""
+        if self.error is not None:
+            return {"status": self.status, "error": self.error}
+        return {"status": self.status, "blocks": self.blocks, "stop_reason": self.stop_reason}
+
+
+def block_view(block: Mapping[str, Any]) -> list[Any]:
+    """A content block without ids or signatures."""
+    kind = block["type"]
+    if kind == "tool_use":
+        return [kind, block["name"], block["input"]]
+    if kind == "thinking":
+        return [kind, block["thinking"]]
+    if kind == "text":
+        return [kind, block["text"]]
+    return [kind, json.dumps({k: v for k, v in block.items() if k != "id"}, sort_keys=True)]
+
+
+def _error(status: int, text: str) -> MessagesRun:
+    try:
+        message = json.loads(text)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        message = text
+    return MessagesRun(status, error=message)
+
+
+def run_messages(base_url: str, body: Mapping[str, Any], timeout: float = 300) -> MessagesRun:
+    """POST ``body`` to ``/v1/messages`` (streamed where ``body["stream"]``)."""
+    import httpx
+
+    url = f"{base_url}/v1/messages"
+    with httpx.Client(timeout=timeout) as http:
+        if not body.get("stream"):
+            response = http.post(url, json=body)
+            if response.status_code != 200:
+                return _error(response.status_code, response.text)
+            data = response.json()
+            return MessagesRun(200, [block_view(b) for b in data["content"]],
+                               data.get("stop_reason"), id=data.get("id"))
+        with http.stream("POST", url, json=body) as response:
+            if response.status_code != 200:
+                return _error(response.status_code, response.read().decode())
+            return fold_events(response.iter_lines())
+
+
+def fold_events(lines: Iterable[str]) -> MessagesRun:
+    """A Messages API event stream (its lines) folded into the response a client builds."""
+    run = MessagesRun(200)
+    blocks: dict[int, dict[str, Any]] = {}
+    partial: dict[int, list[str]] = {}
+    for line in lines:
+        if not line.startswith("data:"):
+            continue
+        event = json.loads(line[len("data:"):])
+        kind = event["type"]
+        run.events.append(kind)
+        if kind == "message_start":
+            run.id = event["message"].get("id")
+        elif kind == "content_block_start":
+            blocks[event["index"]] = dict(event["content_block"])
+            partial[event["index"]] = []
+        elif kind == "content_block_delta":
+            _add_delta(blocks[event["index"]], partial[event["index"]], event["delta"])
+        elif kind == "message_delta":
+            run.stop_reason = event["delta"].get("stop_reason")
+        elif kind == "error":
+            run.error = event["error"].get("message", "error event")
+    run.blocks = [block_view(_with_input(blocks[i], partial[i])) for i in sorted(blocks)]
+    return run
+
+
+def _with_input(block: dict[str, Any], partial: list[str]) -> dict[str, Any]:
+    """A streamed ``tool_use`` block's ``input``: its ``partial_json`` read as JSON (left a
+    string where it is none)."""
+    if block["type"] == "tool_use" and partial:
+        text = "".join(partial)
+        try:
+            block["input"] = json.loads(text)
+        except ValueError:
+            block["input"] = text
+    return block
+
+
+def _add_delta(block: dict[str, Any], partial: list[str], delta: Mapping[str, Any]) -> None:
+    kind = delta["type"]
+    if kind == "text_delta":
+        block["text"] = block.get("text", "") + delta["text"]
+    elif kind == "thinking_delta":
+        block["thinking"] = block.get("thinking", "") + delta["thinking"]
+    elif kind == "input_json_delta":
+        partial.append(delta["partial_json"])
