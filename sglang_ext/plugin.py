@@ -23,6 +23,9 @@ What it installs (docs/sglang.md, "Internals", has the why of each):
 * AFTER ``prepare_server_args``: with a ``harmony-ext`` parser selected, warn when the
   server will not use it: ``SGLANG_RUST_SERVER`` on (the Rust server parses the output itself),
   or several tokenizer workers on an SGLang whose workers cannot load plugins (0.5.22);
+* AFTER ``build_sse_content`` and ``OpenAIServingChat.handle_request``: chat responses carry
+  ``reasoning`` beside ``reasoning_content``, equal to it, as vLLM's do
+  (:mod:`sglang_ext.reasoning_field`);
 * AROUND ``OpenAIServingChat._process_tool_calls`` and ``FunctionCallParser.parse_non_stream``:
   a non-streamed reply without a call, parsed by harmony-ext's tool detector alone, gets the
   parse's content instead of the raw Harmony text (:mod:`sglang_ext.content`);
@@ -86,6 +89,7 @@ RESPONSES = "Responses API parsed by harmony-ext"
 GUARD = "the generation guard"
 ITEMS = "Responses items read back as the model wrote them"
 GRAMMAR = "tools and a response schema under one grammar"
+REASONING_FIELD = "'reasoning' beside 'reasoning_content' in chat responses"
 RUST_SERVER_ENV = "SGLANG_RUST_SERVER"
 
 logger = logging.getLogger("sglang_ext")
@@ -291,6 +295,11 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
     why = request_ids.problem()
     for target, hook, kind in request_ids.hook_points():
         out.append((REQUEST_IDS, target, hook, kind, why))
+    from . import reasoning_field
+
+    why = reasoning_field.problem()
+    for target, hook, kind in reasoning_field.hook_points():
+        out.append((REASONING_FIELD, target, hook, kind, why))
     # The Responses API: several hooks that work together, so all or none (one line if none).
     try:
         from . import responses
