@@ -326,9 +326,11 @@ class ScriptedServer:
         serving this manager, ``http`` an ``httpx.AsyncClient`` on an ASGI transport (no
         socket); returns its result and the generation requests the model got. The app's
         lifespan (warm-up, the other serving classes) is not run: the chat serving it would
-        build and the global state ``/generate`` reads are set for the run, then put back."""
+        build (and the Messages API's over it) and the global state ``/generate`` reads are set
+        for the run, then put back."""
         import httpx
         from sglang.srt.entrypoints import http_server
+        from sglang.srt.entrypoints.anthropic.serving import AnthropicServing
         from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
 
         served = self.served(template or HARMONY_TEST_TEMPLATE)
@@ -337,17 +339,21 @@ class ScriptedServer:
 
         async def go() -> T:
             state = http_server.get_global_state()
-            chat = getattr(app.state, "openai_serving_chat", None)
+            kept = {k: getattr(app.state, k, None)
+                    for k in ("openai_serving_chat", "anthropic_serving")}
             http_server.set_global_state(
                 http_server._GlobalState(served.manager, served.templates, {}))
-            app.state.openai_serving_chat = OpenAIServingChat(served.manager, served.templates)
+            chat = app.state.openai_serving_chat = OpenAIServingChat(served.manager,
+                                                                     served.templates)
+            app.state.anthropic_serving = AnthropicServing(chat)  # /v1/messages
             try:
                 async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                              base_url="http://sglang") as http:
                     return await client(http)
             finally:
                 http_server.set_global_state(state)
-                app.state.openai_serving_chat = chat
+                for key, value in kept.items():
+                    setattr(app.state, key, value)
 
         return self.serve(served, replies, go)
 

@@ -26,6 +26,9 @@ What it installs (docs/sglang.md, "Internals", has the why of each):
 * AFTER ``build_sse_content`` and ``OpenAIServingChat.handle_request``: chat responses carry
   ``reasoning`` beside ``reasoning_content``, equal to it, as vLLM's do
   (:mod:`sglang_ext.reasoning_field`);
+* AROUND ``AnthropicServing._convert_response`` and ``_generate_anthropic_stream``: on
+  ``/v1/messages`` a call whose arguments are no JSON object is a ``text`` block holding it
+  (:mod:`sglang_ext.messages_api`);
 * AROUND ``OpenAIServingChat._process_tool_calls`` and ``FunctionCallParser.parse_non_stream``:
   a non-streamed reply without a call, parsed by harmony-ext's tool detector alone, gets the
   parse's content instead of the raw Harmony text (:mod:`sglang_ext.content`);
@@ -90,6 +93,7 @@ GUARD = "the generation guard"
 ITEMS = "Responses items read back as the model wrote them"
 GRAMMAR = "tools and a response schema under one grammar"
 REASONING_FIELD = "'reasoning' beside 'reasoning_content' in chat responses"
+MESSAGES_API = "/v1/messages: a call whose arguments are no object shown as text"
 RUST_SERVER_ENV = "SGLANG_RUST_SERVER"
 
 logger = logging.getLogger("sglang_ext")
@@ -300,6 +304,11 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
     why = reasoning_field.problem()
     for target, hook, kind in reasoning_field.hook_points():
         out.append((REASONING_FIELD, target, hook, kind, why))
+    from . import messages_api
+
+    why = messages_api.problem()
+    for target, hook, kind in messages_api.hook_points():
+        out.append((MESSAGES_API, target, hook, kind, why))
     # The Responses API: several hooks that work together, so all or none (one line if none).
     try:
         from . import responses
