@@ -50,10 +50,11 @@ def vllm_server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def vllm_server(vllm_server_log: Path) -> Iterator[str]:
     """Base URL (``http://127.0.0.1:PORT``) of the shared tiny vLLM server (its Responses
-    store enabled, ``STORE_ENV``)."""
+    store enabled, ``STORE_ENV``, and its scale-out routes, ``--enable-scale-out``, whose
+    derender route parses with harmony-ext)."""
     if not (VENV / "bin" / "python").exists():
         pytest.skip(f"{VENV} is missing: run scripts/setup_vllm_env.sh")
-    with tiny_vllm_server(vllm_server_log, env=STORE_ENV) as base_url:
+    with tiny_vllm_server(vllm_server_log, "--enable-scale-out", env=STORE_ENV) as base_url:
         yield base_url
 
 
