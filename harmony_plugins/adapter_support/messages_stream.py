@@ -8,9 +8,10 @@ but for two things: a ``tool_use`` block's events are held from its ``content_bl
 its ``content_block_stop``, then sent as they were or, where the core says so
 (:func:`harmony_plugins.messages_block`), as a ``text`` block of the same index holding the
 call as written; and the ``message_delta`` says ``end_turn`` for ``tool_use`` when no
-``tool_use`` block was sent (:func:`harmony_plugins.messages_stop_reason`). The streamed blocks
-are then the non-streamed ones. Each event is read once, and a held block's arguments are
-joined once, at its end.
+``tool_use`` block was sent (:func:`harmony_plugins.messages_stop_reason`). Each call is then
+the block the non-streamed response has for it (the engine orders the blocks of a stream as
+they come, and of a whole response its text first). Each event is read once, and a held
+block's arguments are joined once, at its end.
 """
 
 from __future__ import annotations

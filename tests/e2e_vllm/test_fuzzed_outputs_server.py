@@ -46,6 +46,7 @@ MESSAGES_TOOLS = [{"name": t["function"]["name"], "description": t["function"]["
                    "input_schema": t["function"]["parameters"]} for t in fz.TOOLS]
 FORMAT = {"type": "json_schema", "json_schema": {"name": "weather", "schema": fz.SCHEMA}}
 TEXT_FORMAT = {"format": {"type": "json_schema", "name": "weather", "schema": fz.SCHEMA}}
+MESSAGES_TOOL_NAMES = frozenset(t["name"] for t in MESSAGES_TOOLS)
 
 
 def max_tokens(out: fz.Output) -> int:
@@ -160,16 +161,34 @@ async def responses(http: Any, body: dict[str, Any], stream: bool) -> dict[str, 
     return {"texts": texts, "calls": calls, "finish": final["status"], "problems": problems}
 
 
+def call_shown_as_text(block: dict[str, Any]) -> tuple[str, str] | None:
+    """A text block that shows a call whose arguments are no JSON object, as contract section 4
+    says ``/v1/messages`` shows one (the function's name, a space, the arguments as written):
+    (name, arguments); else None."""
+    name, space, arguments = (block.get("text") or "").partition(" ")
+    if block["type"] != "text" or not space or name not in MESSAGES_TOOL_NAMES:
+        return None
+    try:
+        is_object = isinstance(json.loads(arguments), dict)
+    except ValueError:
+        is_object = False
+    return None if is_object else (name, arguments)
+
+
 def blocks_view(blocks: Sequence[dict[str, Any]]
                 ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     """A Messages answer's texts, each kind's blocks joined (thinking, then text: vLLM's whole
     answer holds one block of each, its stream a new block wherever the kind changes), and its
-    calls (name, input as sorted JSON)."""
+    calls in order (name, input as sorted JSON; a call shown as text, name and arguments as
+    written). vLLM orders the blocks of one answer differently streamed and not (whole: the
+    text first, then the calls; streamed: as they came), so the calls are compared apart."""
     joined: dict[str, str] = {"thinking": "", "text": ""}
     calls = []
     for block in blocks:
         if block["type"] == "tool_use":
             calls.append((block["name"], json.dumps(block["input"], sort_keys=True)))
+        elif (shown := call_shown_as_text(block)) is not None:
+            calls.append(shown)
         else:
             joined[block["type"]] = joined.get(block["type"], "") + (
                 block.get("text") or block.get("thinking") or "")
