@@ -68,7 +68,7 @@ def check() -> str | None:
             return f"{SERVING}.{OWNER}.{name} does not exist"
         if list(inspect.signature(method).parameters)[:2] != ["self", "generator"]:
             return f"{SERVING}.{OWNER}.{name} does not take the chat response first"
-    if not inspect.isasyncgenfunction(getattr(owner, STREAMED)):
+    if not inspect.isasyncgenfunction(inspect.unwrap(getattr(owner, STREAMED))):  # ours wraps
         return f"{SERVING}.{OWNER}.{STREAMED} is not an async generator"
     return None
 
