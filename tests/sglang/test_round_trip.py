@@ -195,12 +195,13 @@ def test_continue_final_message_falls_back_to_sglang(sglang_chat: Any, encoding:
 
 
 def test_hooks_installed_once() -> None:
-    """Both hooks are on after SGLang's plugin loader, and a second registration adds none."""
+    """The prompt hooks are on after SGLang's plugin loader (handle_request carries the reasoning
+    field's too), and a second registration adds none."""
     from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
     from sglang.srt.plugins import load_plugins
     from sglang.srt.plugins.hook_registry import HookRegistry
 
-    from sglang_ext import plugin, prompt
+    from sglang_ext import plugin, prompt, reasoning_field
 
     assert plugin.status["gpt-oss prompts rendered as Harmony"] == "on", plugin.status
     assert plugin.status["'reasoning' kept in messages"] == "on", plugin.status
@@ -208,14 +209,16 @@ def test_hooks_installed_once() -> None:
     plugin.register()
     load_plugins()
     HookRegistry.apply_hooks()
-    for target in (prompt.TARGET, prompt.HANDLE):
-        assert [h for _, h, _ in HookRegistry._hooks[target]] in (
-            [prompt.apply_template], [prompt.carry_reasoning])
-    for method in (OpenAIServingChat._apply_jinja_template, OpenAIServingChat.handle_request):
+    hooks = {target: [h for _, h, _ in HookRegistry._hooks[target]]
+             for target in (prompt.TARGET, prompt.HANDLE)}
+    assert hooks == {prompt.TARGET: [prompt.apply_template],
+                     prompt.HANDLE: [prompt.carry_reasoning, reasoning_field.reply_with_reasoning]}
+    for method, expected in ((OpenAIServingChat._apply_jinja_template, 1),
+                             (OpenAIServingChat.handle_request, 2)):
         depth = 0
         while hasattr(method, "__wrapped__"):
             method, depth = method.__wrapped__, depth + 1
-        assert depth == 1
+        assert depth == expected, method
 
 
 def test_sglang_drops_a_reasoning_key_itself() -> None:
