@@ -31,6 +31,7 @@ from ._openai import ChatResult
 from ._parser import StreamParser, parse_ids, parse_text
 from ._steps import CallDelta, Step, fold
 from ._switches import pass_undeclared, recover_text_calls, switch, turn_stop
+from ._tool_choice import ToolChoice, read_tool_choice
 from ._tools import chat_request_tools, held_schemas
 from ._turn import Request, Summary, Turn, count_reasoning_tokens
 from .prompt import (
@@ -73,6 +74,7 @@ __all__ = [
     "ToolCallArguments",
     "ToolCallBegin",
     "ToolCallEnd",
+    "ToolChoice",
     "Turn",
     "Vocab",
     "answer_or_call",
@@ -92,6 +94,7 @@ __all__ = [
     "part_of",
     "pass_undeclared",
     "phase_of",
+    "read_tool_choice",
     "round_trip_plan",
     "recover_text_calls",
     "rules",

@@ -28,18 +28,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import harmony as hm
+from ._tool_choice import AUTO, ToolChoice
 
 ANY_OBJECT: Mapping[str, Any] = {"type": "object"}
 """The arguments of a call whose function's schema is not held: any JSON object."""
 _ENDS = [hm.END_TOKEN, ""]  # <|end|>, or a stop token (<|call|>, <|return|>)
 
 
-def answer_or_call(calls: Mapping[str, Mapping[str, Any]], answer: Mapping[str, Any] | None
-                   ) -> dict[str, Any]:
+def answer_or_call(calls: Mapping[str, Mapping[str, Any]], answer: Mapping[str, Any] | None,
+                   choice: ToolChoice = AUTO) -> dict[str, Any]:
     """The structural tag of a turn ending in one call to a function of ``calls`` (name to the
     JSON schema its arguments are held to; :data:`ANY_OBJECT` for any object) or in a final
-    answer whose body ``answer`` (a JSON schema; None: no answer) holds. At least one must be
-    allowed: ValueError otherwise."""
+    answer whose body ``answer`` (a JSON schema; None: no answer) holds, as far as the
+    request's ``choice`` allows each (:func:`harmony_plugins.read_tool_choice`). At least one
+    must be allowed: ValueError otherwise."""
+    calls = choice.allowed(calls)
+    if not choice.answer:
+        answer = None
     if not calls and answer is None:
         raise ValueError("a turn with neither a call nor an answer allowed has no grammar")
     ends = [_tag(header, _json(schema), _ENDS)

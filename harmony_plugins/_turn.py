@@ -27,8 +27,8 @@ from ._frontends import UNKNOWN, IdsInput, Piece, TextInput, checked_ids
 from ._joints import Joints
 from ._machine import Machine, Rules
 from ._steps import EMPTY, Step, StepBuilder, fold
+from ._tool_choice import read_tool_choice
 from ._tools import builtin_names, declared_tools, tool_table
-from ._tools import field as _field
 from .vocab import Vocab
 
 FINISHES = ("stop", "length", "unknown")
@@ -71,8 +71,8 @@ class Request:
     function).
     """
 
-    __slots__ = ("_tools", "tool_choice", "pass_undeclared", "tools_known", "any_recipient",
-                 "parallel_tool_calls", "recover_text_calls", "_declared")
+    __slots__ = ("_tools", "tool_choice", "choice", "pass_undeclared", "tools_known",
+                 "any_recipient", "recover_text_calls", "_declared")
 
     def __init__(self, tools: Iterable[Any] | None = None, tool_choice: Any = None,
                  pass_undeclared: bool = False, *, tools_known: bool = True,
@@ -80,10 +80,12 @@ class Request:
                  recover_text_calls: bool = False) -> None:
         self._tools = tools if tools_known else None
         self.tool_choice = tool_choice
+        self.choice = read_tool_choice(tool_choice, parallel_tool_calls)
+        """What ``tool_choice`` and ``parallel_tool_calls`` allow, read once
+        (:class:`~harmony_plugins.ToolChoice`)."""
         self.pass_undeclared = bool(pass_undeclared)
         self.tools_known = tools_known
         self.any_recipient = bool(any_recipient)
-        self.parallel_tool_calls = parallel_tool_calls is not False
         self.recover_text_calls = bool(recover_text_calls)
         self._declared: list[Any] | None = None
 
@@ -95,46 +97,33 @@ class Request:
                        recover_text_calls=self.recover_text_calls)
 
     @property
-    def calls_off(self) -> bool:
-        """``tool_choice: "none"``: no call is surfaced, whatever the tools (a call the model
-        writes anyway is undeclared)."""
-        return self.tool_choice == "none" or getattr(self.tool_choice, "value", 0) == "none"
-
-    @property
-    def forced(self) -> str | None:
-        """The call ``tool_choice`` forces: ``"required"`` (any declared function), the name of
-        a named function, or None (``"auto"``, ``"none"``, not given)."""
-        choice = self.tool_choice
-        value = getattr(choice, "value", choice)  # an engine's enum
-        if value == "required":
-            return "required"
-        if isinstance(choice, str) or choice is None:
-            return None
-        function = _field(choice, "function")
-        name = _field(function, "name") if function is not None else _field(choice, "name")
-        return name if isinstance(name, str) and name else None
+    def parallel_tool_calls(self) -> bool:
+        """Whether calls after the first are surfaced (``parallel_tool_calls``)."""
+        return self.choice.parallel
 
     @property
     def declared(self) -> list[Any]:
-        """The tools a call may name (empty with ``tool_choice: "none"``)."""
+        """The tools a call may name (empty with ``tool_choice: "none"``: a call the model
+        writes anyway is undeclared)."""
         declared = self._declared
         if declared is None:
-            declared = self._declared = [] if self.calls_off else declared_tools(self._tools)
+            declared = self._declared = (declared_tools(self._tools) if self.choice.calls
+                                         else [])
         return declared
 
     def rules(self) -> Rules:
         """What the request allows its parse, resolved (reading the tools may raise TypeError
         for a ``tools`` of no tool shape)."""
-        declared = self.declared
+        declared, choice = self.declared, self.choice
         names, schemas = tool_table(declared)
-        forced = self.forced if self.recover_text_calls else None
+        # The functions a forced call may be (a bare JSON object's recovery needs them).
+        forced = (frozenset(choice.allowed(dict.fromkeys(names)))
+                  if self.recover_text_calls and not choice.answer else frozenset())
         return Rules(
             tools=names, schemas=schemas, builtins=builtin_names(declared),
             pass_undeclared=self.pass_undeclared, tools_unknown=not self.tools_known,
-            any_recipient=self.any_recipient, single_call=not self.parallel_tool_calls,
-            text_calls=self.recover_text_calls and bool(names),
-            forced=(names if forced == "required" else frozenset({forced}) & names)
-            if forced else frozenset())
+            any_recipient=self.any_recipient, single_call=not choice.parallel,
+            text_calls=self.recover_text_calls and bool(names), forced=forced)
 
 
 @dataclass(slots=True)

@@ -53,6 +53,7 @@ from harmony_plugins import (
     fold,
     harmony,
     pass_undeclared,
+    read_tool_choice,
 )
 from harmony_plugins.adapter_support import metrics, text_calls
 from harmony_plugins.adapter_support.once import Once
@@ -159,7 +160,7 @@ class HarmonyExtReasoningDetector(BaseReasoningFormatDetector):
         if link is None:
             request = self._request
             choice = getattr(request, "tool_choice", None)
-            if not self.hands_off and not (request is not None and Request(None, choice).calls_off):
+            if not self.hands_off and (request is None or read_tool_choice(choice).calls):
                 # No tool parser follows: the turn never has tools. (With tool_choice "none"
                 # SGLang runs none either, and then the request declares nothing: that is a
                 # turn whose tools are known.)

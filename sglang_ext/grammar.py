@@ -38,7 +38,13 @@ import pkgutil
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harmony_plugins import answer_or_call, chat_request_tools, harmony, held_schemas
+from harmony_plugins import (
+    answer_or_call,
+    chat_request_tools,
+    harmony,
+    held_schemas,
+    read_tool_choice,
+)
 
 from .hook_arguments import positions
 from .names import NAME, selected_parser
@@ -87,19 +93,12 @@ def hold_chat_grammar(original: Callable[..., Any], self: Any, *args: Any,
 def chat_grammar(request: Any, schema: Any) -> dict[str, Any] | None:
     """The core's grammar for a chat request whose answer ``schema`` holds, or None where it
     allows nothing (a named function the request does not declare: SGLang's own error)."""
-    choice = getattr(request, "tool_choice", None)
-    named = getattr(getattr(choice, "function", None), "name", None)
+    choice = read_tool_choice(getattr(request, "tool_choice", None))
     held = held_schemas(chat_request_tools(request), hold_all=_strict_parameters())
-    if choice == "none":
-        calls = {}
-    elif named is not None:
-        calls = {named: held[named]} if named in held else {}
-    else:
-        calls = held
-    answer = None if choice == "required" or named is not None else schema
-    if not calls and answer is None:
+    try:
+        return answer_or_call(held, schema, choice)
+    except ValueError:  # the choice allows neither a call nor the answer
         return None
-    return answer_or_call(calls, answer)
 
 
 def hold_native_grammar(original: Callable[..., Any], self: Any, *args: Any,

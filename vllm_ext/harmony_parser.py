@@ -51,6 +51,7 @@ from harmony_plugins import (
     harmony,
     held_schemas,
     pass_undeclared,
+    read_tool_choice,
     turn_stop,
 )
 from harmony_plugins.adapter_support import metrics, text_calls
@@ -102,7 +103,7 @@ class HarmonyExtParser(HarmonyParser):
         tools = self._tools if self._tools is not None else getattr(request, "tools", None)
         rules = self._request = Request(
             tools, getattr(request, "tool_choice", None), pass_undeclared(os.environ),
-            parallel_tool_calls=getattr(request, "parallel_tool_calls", None) is not False,
+            parallel_tool_calls=getattr(request, "parallel_tool_calls", None),
             recover_text_calls=text_calls.switched_on(os.environ, _once))
         observer = _observe.for_request(self._response_id or response_id(request))
         turn = self._turn = Turn(rules, self._vocab, id_factory=make_tool_call_id,
@@ -157,11 +158,12 @@ class HarmonyExtParser(HarmonyParser):
     def _answer_or_call(self, request: Any) -> bool:
         """Give a request with a JSON response format, and a ``tool_choice`` that forces no
         call, the core's grammar for a call or the answer; False (the request untouched) for
-        any other. ``tool_choice`` none allows the answer only; a function's arguments are
-        held to its schema where it is ``strict``, or where the server's
-        ``--tool-strict-level parameter`` holds every function so."""
-        choice = getattr(request, "tool_choice", None)
-        if choice not in (None, "auto", "none"):
+        any other, and for a ``tool_choice`` the core does not read (vLLM's own tags then).
+        ``tool_choice`` none allows the answer only; a function's arguments are held to its
+        schema where it is ``strict``, or where the server's ``--tool-strict-level
+        parameter`` holds every function so."""
+        choice = read_tool_choice(getattr(request, "tool_choice", None))
+        if choice.forced or not choice.known:
             return False
         params = request.extract_structured_outputs()
         if params is None or (params.json is None and not params.json_object):
@@ -173,11 +175,10 @@ class HarmonyExtParser(HarmonyParser):
             except ValueError:
                 return False  # vLLM's own adjustments say what is wrong with it
         hold_all = getattr(self.tool_strict_level, "name", None) == "PARAMETER"
-        calls = {} if choice == "none" else held_schemas(getattr(request, "tools", None),
-                                                         hold_all)
+        calls = held_schemas(getattr(request, "tools", None), hold_all)
         request.structured_outputs = dataclasses.replace(
             params, json=None, json_object=None,
-            structural_tag=json.dumps(answer_or_call(calls, answer)))
+            structural_tag=json.dumps(answer_or_call(calls, answer, choice)))
         if hasattr(request, "response_format"):
             request.response_format = None
         else:  # the Responses API
