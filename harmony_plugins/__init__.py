@@ -25,7 +25,7 @@ from ._events import (
     ToolCallEnd,
 )
 from ._grammar import answer_or_call
-from ._guard import Guard
+from ._guard import Guard, guard_for, guarded
 from ._messages_api import messages_block, messages_stop_reason
 from ._openai import ChatResult
 from ._parser import StreamParser, parse_ids, parse_text
@@ -84,6 +84,8 @@ __all__ = [
     "count_reasoning_tokens",
     "escaper_for",
     "fold",
+    "guard_for",
+    "guarded",
     "harmony",
     "held_schemas",
     "item_messages",

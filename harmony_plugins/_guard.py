@@ -31,15 +31,24 @@ so far reports ``forged_turn``, and, those three forms aside, wherever it does;
 The request's wishes come first: with ``ignore_eos`` it wants exactly its ``max_tokens`` and the
 guard never stops it; with ``min_tokens`` the turn may be over sooner, but the generation ends
 no sooner than that many tokens.
+
+Which requests are guarded is decided here too, once for both engines (:func:`guarded`): an
+adapter marks the request in its engine's per-request parameters (:meth:`Guard.marked`), and
+the engine's scheduler hook builds the guard of a marked request from them (:func:`guard_for`).
+The first guard of a process reads the shipped token classes (importing the package reads no
+file); the engines' hooks build one when they are installed, so that a missing data file turns
+the guard off there, with its message, rather than failing a request.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from . import harmony as hm
 from ._header import is_other_role
+from ._switches import turn_stop
 from .vocab import starts
 
 _START, _END = (next(t.id for t in hm.CONTROL_TOKENS if t.marker == m) for m in (hm.START, hm.END))
@@ -57,8 +66,6 @@ _TEXT_ROLE = frozenset(token_id for spelling, token_id in hm.ROLE_TOKENS
 _TEXT_NAMESPACE = frozenset(token_id for spelling, token_id in hm.ROLE_TOKENS
                             if spelling.strip() + "." in hm.TOOL_NAMESPACES)
 """As text after ``<|end|>``: a tool's answer (``functions.x``) if a full stop follows."""
-_STARTS = starts.shipped()
-"""Read when the module is imported (a few milliseconds), not by a scheduler's first request."""
 
 # The states: where the guard is in the generation, as far as a forged turn goes.
 IDLE = 0
@@ -81,13 +88,16 @@ class Guard:
     generation ends when ``min_tokens`` asks for more; ``forged``: it was over at a forged
     turn (not at a stop id)."""
 
-    __slots__ = ("count", "ended", "forged", "state", "_first_stop")
+    __slots__ = ("count", "ended", "forged", "state", "_first_stop", "_starts")
 
     MARK = "harmony_ext_guard"
     """The key an adapter marks a request with, in the engine's per-request parameters, so that
     its scheduler hook guards the request's generation."""
 
     def __init__(self, *, ignore_eos: bool = False, min_tokens: int = 0) -> None:
+        # The shipped token classes, read by the first guard of the process (RuntimeError,
+        # naming the file, where they cannot be read).
+        self._starts = starts.shipped()
         self.count = 0
         self.ended: int | None = None
         self.forged = False
@@ -123,12 +133,19 @@ class Guard:
         state = self.state
         if state == ROLE and token in _ROLE:
             return True
-        first = _STARTS[token] if 0 <= token < len(_STARTS) else starts.OTHER
+        table = self._starts
+        first = table[token] if 0 <= token < len(table) else starts.OTHER
         if state == TEXT:
             self.state = _TEXT_WORDS.get(token) or _AFTER[TEXT][first]
         else:
             self.state = _AFTER[state][first]
         return False
+
+    @staticmethod
+    def marked(marks: Mapping[str, Any] | None) -> dict[str, Any]:
+        """An engine's per-request parameters (vLLM's ``vllm_xargs``, SGLang's
+        ``custom_params``) with the guard's mark added."""
+        return {**(marks or {}), Guard.MARK: True}
 
     def _special(self, token: int) -> bool:
         """A special id: a stop ends the turn, a header marker ends a role written as text,
@@ -145,6 +162,23 @@ class Guard:
         elif token == _END:
             self.state = TEXT
         return False
+
+
+def guarded(ignore_eos: Any, environ: Mapping[str, str]) -> bool:
+    """Whether a request's generation is guarded, the one decision both engines' adapters mark
+    by: unless the request asks for exactly its ``max_tokens`` (``ignore_eos``, which a guard
+    would honour anyway: it is spared the guard's step) or the server switched the turn stop
+    off (``HARMONY_EXT_TURN_STOP``, :func:`harmony_plugins.turn_stop`)."""
+    return not ignore_eos and turn_stop(environ)
+
+
+def guard_for(marks: Mapping[str, Any] | None, ignore_eos: Any, min_tokens: Any) -> Guard | None:
+    """The guard of a request its adapter marked, from the engine's per-request parameters as
+    its scheduler has them (``marks``: vLLM's ``extra_args``, SGLang's ``custom_params``) and
+    the request's ``ignore_eos`` and minimum of new tokens; None for a request not marked."""
+    if not marks or not marks.get(Guard.MARK):
+        return None
+    return Guard(ignore_eos=bool(ignore_eos), min_tokens=min_tokens or 0)
 
 
 _AFTER = {

@@ -7,15 +7,15 @@ decode step: one new token, or under speculative decoding the whole run the step
 cuts the run (``finished_len``). No public interface lets a plugin add a stop condition on token
 ids, and ``stop_regex`` matches decoded text, so it would cut an answer that writes
 ``<|start|>user`` as text. So that method is wrapped (:func:`install`): after SGLang's own
-check, a marked request's own :class:`harmony_plugins.Guard` (built on its first call with the
-request's ``ignore_eos`` and ``min_new_tokens``, kept on the request) takes every id the step
-added, and where the guard ends the generation, at an id before any stop of SGLang's own,
-``finished_len`` is set there: the ids after it are dropped, as SGLang drops those after a stop
-token. A forged turn finishes as ``FINISH_MATCHED_TOKEN(matched=None)``: SGLang's detokenizer
-trims a matched stop token or string from the text and nothing else, so the parsers see the
-forged role, count ``forged_turn``, and the response's ``matched_stop`` names no token the model
-wrote as text. A stop id the request did not carry finishes as SGLang's own would (``matched``
-the id).
+check, a marked request's own :class:`harmony_plugins.Guard` (:func:`harmony_plugins.guard_for`,
+built on its first call with the request's ``ignore_eos`` and ``min_new_tokens``, kept on the
+request) takes every id the step added, and where the guard ends the generation, at an id before
+any stop of SGLang's own, ``finished_len`` is set there: the ids after it are dropped, as SGLang
+drops those after a stop token. A forged turn finishes as
+``FINISH_MATCHED_TOKEN(matched=None)``: SGLang's detokenizer trims a matched stop token or
+string from the text and nothing else, so the parsers see the forged role, count
+``forged_turn``, and the response's ``matched_stop`` names no token the model wrote as text. A
+stop id the request did not carry finishes as SGLang's own would (``matched`` the id).
 
 The wrap is in place (``harmony_plugins.adapter_support.hooks``), not through SGLang's
 ``HookRegistry``, whose generic wrappers (arguments packed and unpacked twice) cost every
@@ -24,8 +24,8 @@ unmarked request a call and an attribute read (``docs/performance.md``).
 
 Chat requests are marked (:attr:`harmony_plugins.Guard.MARK` in ``custom_params``, which SGLang
 hands the scheduler with the sampling parameters) by the chat-template hook
-(:mod:`sglang_ext.prompt`), Responses requests by :func:`mark_sampling_params` on the sampling
-parameters SGLang builds for each of their generations. Each choice of ``n > 1`` is its own
+(:mod:`sglang_ext.prompt`), Responses requests on the sampling parameters SGLang builds for each
+of their generations (:mod:`sglang_ext.responses`). Each choice of ``n > 1`` is its own
 ``Req``, with its own guard. The wrap is installed only in an SGLang whose command line may
 select ``harmony-ext``
 (:func:`harmony_plugins.adapter_support.command_line.may_select`).
@@ -38,7 +38,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from harmony_plugins import Guard
+from harmony_plugins import Guard, guard_for
 from harmony_plugins.adapter_support import hooks
 
 MODULE = "sglang.srt.managers.schedule_batch"
@@ -48,16 +48,6 @@ WRAPS = (TARGET,)
 OFF = ("a forged turn does not end the generation on this SGLang (the response is parsed as "
        "before)")
 """What is lost where :func:`check` finds something missing."""
-
-
-def mark(request: Any) -> None:
-    """Mark a chat request so that the scheduler guards its generation."""
-    request.custom_params = {**(getattr(request, "custom_params", None) or {}), Guard.MARK: True}
-
-
-def mark_sampling_params(params: dict[str, Any]) -> None:
-    """Mark a generation's sampling parameters (a Responses request's) likewise."""
-    params["custom_params"] = {**(params.get("custom_params") or {}), Guard.MARK: True}
 
 
 def check() -> str | None:
@@ -72,6 +62,10 @@ def check() -> str | None:
     if list(inspect.signature(inspect.unwrap(method)).parameters) != ["self",
                                                                       "new_accepted_len"]:
         return f"{TARGET} takes other arguments than (self, new_accepted_len)"
+    try:
+        Guard()  # the first guard reads the shipped token classes: here, not at a request
+    except RuntimeError as e:
+        return f"the guard's token classes cannot be read ({e})"
     return None
 
 
@@ -86,7 +80,10 @@ def install() -> None:
             try:
                 guard = self.harmony_ext_guard
             except AttributeError:
-                guard = self.harmony_ext_guard = guard_for(self)
+                params = self.sampling_params
+                guard = self.harmony_ext_guard = guard_for(
+                    getattr(params, "custom_params", None), params.ignore_eos,
+                    getattr(params, "min_new_tokens", 0))
             if guard is not None:
                 end_where_guarded(self, guard)
 
@@ -117,12 +114,3 @@ def end_where_guarded(req: Any, guard: Guard) -> None:
     req.finished_reason = FINISH_MATCHED_TOKEN(matched=None if guard.forged else ids[kept - 1])
     req.finished_len = kept
 
-
-def guard_for(req: Any) -> Guard | None:
-    """A marked request's guard, from its sampling parameters; None for any other request."""
-    params = req.sampling_params
-    custom = getattr(params, "custom_params", None)
-    if not custom or not custom.get(Guard.MARK):
-        return None
-    return Guard(ignore_eos=bool(params.ignore_eos),
-                 min_tokens=getattr(params, "min_new_tokens", 0) or 0)

@@ -24,17 +24,17 @@ from collections.abc import Callable
 from typing import Any
 
 from harmony_plugins import (
+    Guard,
     MissingExtra,
     NotRenderable,
     chat_prompt_ids,
+    guarded,
     harmony,
     switch,
-    turn_stop,
 )
 from harmony_plugins.adapter_support.once import Once
 from harmony_plugins.adapter_support.vocabulary import load_openai_harmony
 
-from . import guard
 from .names import NAME
 
 logger = logging.getLogger("sglang_ext")
@@ -60,17 +60,17 @@ def active(serving: Any) -> bool:
 
 
 def stop_at_harmony_stops(request: Any) -> None:
-    """Merge Harmony's stop ids into a chat request's own (contract section 10): SGLang takes
-    a model's stop ids from its generation config alone, and one without ``<|call|>`` lets the
-    model write the tool's result itself. (Its Responses API adds them itself.) Unless the
-    turn stop is switched off, the request is also marked for the generation guard
-    (:mod:`sglang_ext.guard`), which ends it at a forged turn. A request with ``ignore_eos``
-    asked for exactly its tokens and is left alone."""
-    if getattr(request, "ignore_eos", False):
-        return
-    request.stop_token_ids = harmony.with_stop_ids(request.stop_token_ids)
-    if turn_stop(os.environ):
-        guard.mark(request)
+    """Merge Harmony's stop ids into a chat request's own (contract section 10), unless it
+    asked for exactly its tokens (``ignore_eos``): SGLang takes a model's stop ids from its
+    generation config alone, and one without ``<|call|>`` lets the model write the tool's
+    result itself. (Its Responses API adds them itself.) Where the core guards the request
+    (:func:`harmony_plugins.guarded`), it is also marked for the generation guard
+    (:mod:`sglang_ext.guard`), which ends it at a forged turn."""
+    ignore_eos = getattr(request, "ignore_eos", False)
+    if not ignore_eos:
+        request.stop_token_ids = harmony.with_stop_ids(request.stop_token_ids)
+    if guarded(ignore_eos, os.environ):
+        request.custom_params = Guard.marked(getattr(request, "custom_params", None))
 
 
 def apply_template(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:

@@ -46,10 +46,10 @@ import pkgutil
 from collections.abc import Callable
 from typing import Any
 
-from harmony_plugins import compat, pass_undeclared, turn_stop
+from harmony_plugins import Guard, compat, guarded, pass_undeclared
 from harmony_plugins.adapter_support import metrics
 
-from . import grammar, guard
+from . import grammar
 from .names import NAME, metrics_enabled
 
 logger = logging.getLogger("sglang_ext")
@@ -118,14 +118,14 @@ def parser_for_request(original: Callable[..., Any], *args: Any, **kwargs: Any) 
 def guard_generations(original: Callable[..., Any], self: Any, *args: Any,
                       **kwargs: Any) -> Any:
     """AROUND ``ResponsesRequest.to_sampling_params``: each generation of a response
-    harmony-ext parses is marked for the generation guard (:mod:`sglang_ext.guard`), as a chat
-    request is, unless the turn stop is switched off or it asked for exactly its tokens; its
-    JSON schema, if any, stays SGLang's grammar (:func:`sglang_ext.grammar.leave_to_sglang`)."""
+    harmony-ext parses is marked for the generation guard (:mod:`sglang_ext.guard`) where the
+    core guards it (:func:`harmony_plugins.guarded`), as a chat request is; its JSON schema,
+    if any, stays SGLang's grammar (:func:`sglang_ext.grammar.leave_to_sglang`)."""
     params = original(self, *args, **kwargs)
     if CURRENT.get() is self and isinstance(params, dict):
         grammar.leave_to_sglang(params)  # a text.format keeps SGLang's grammar
-        if not params.get("ignore_eos") and turn_stop(os.environ):
-            guard.mark_sampling_params(params)
+        if guarded(params.get("ignore_eos"), os.environ):
+            params["custom_params"] = Guard.marked(params.get("custom_params"))
     return params
 
 

@@ -51,3 +51,64 @@ def test_the_check_sees_a_forbidden_import():
         capture_output=True, text=True, check=True,
     )
     assert json.loads(out.stdout)["loaded"] == ["pydantic"]
+
+
+# -- nothing read at import ----------------------------------------------------------------------
+
+_OPENED = """
+import json, sys
+opened = []
+sys.addaudithook(lambda event, args: event == "open" and opened.append(str(args[0])))
+import harmony_plugins
+%s
+print(json.dumps([path for path in opened if "/harmony_plugins/data/" in path
+                  and not path.endswith((".py", ".pyc"))]))
+"""
+
+
+def _data_files_opened(then: str = "") -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", _OPENED % then],
+        env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO,
+        capture_output=True, text=True, check=True,
+    )
+    return [Path(path).name for path in json.loads(out.stdout)]
+
+
+def test_importing_the_core_reads_no_data_file():
+    """``import harmony_plugins`` (the command line, API servers, detokenizers) opens none of
+    the shipped data; the first guard reads its token classes (the control: the probe sees an
+    open)."""
+    assert _data_files_opened() == []
+    assert _data_files_opened("harmony_plugins.Guard(); harmony_plugins.Guard()") == [
+        "o200k_starts.xz"]
+
+
+_WITHOUT_TABLE = """
+import sys
+
+def missing(event, args):
+    if event == "open" and str(args[0]).endswith("o200k_starts.xz"):
+        raise FileNotFoundError(2, "No such file or directory", str(args[0]))
+
+sys.addaudithook(missing)
+import harmony_plugins
+parser = harmony_plugins.StreamParser()  # the parse needs no table
+try:
+    harmony_plugins.Guard()
+except RuntimeError as e:
+    print(e)
+"""
+
+
+def test_a_guard_without_its_table_says_so_and_the_package_still_imports():
+    """A missing data file fails the guard, naming the file and what to do, not the import
+    (the engines' hooks then say so and leave the guard off)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_TABLE],
+        env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO,
+        capture_output=True, text=True, check=True,
+    )
+    assert out.stdout.strip() == (
+        "cannot read the shipped o200k token classes o200k_starts.xz (No such file or "
+        "directory); reinstall harmony-ext (pip install --force-reinstall harmony-ext)")

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harmony_ext_testing import fuzzed_outputs as fz
-from harmony_plugins import Guard, Request, Turn, Vocab, turn_stop
+from harmony_plugins import Guard, Request, Turn, Vocab, guard_for, guarded, turn_stop
 from harmony_plugins import _header as header_module
 from harmony_plugins import harmony as hm
 from harmony_plugins._guard import FORGING, IDLE, NAMESPACE, ROLE, TEXT, WORD
@@ -431,3 +431,34 @@ def test_the_forms_the_guard_cannot_know(form, forged, reported, role, known, st
                                        ("off", False), (" False ", False), ("NO", False)])
 def test_the_turn_stop_is_on_unless_switched_off(value, on):
     assert turn_stop({} if value is None else {"HARMONY_EXT_TURN_STOP": value}) is on
+
+
+# -- which requests are guarded, and each one's guard ------------------------------------------
+
+OFF = {"HARMONY_EXT_TURN_STOP": "0"}
+
+
+@pytest.mark.parametrize("ignore_eos, environ, expected", [
+    (False, {}, True), (None, {}, True), (True, {}, False),
+    (False, OFF, False), (True, OFF, False)])
+def test_a_request_is_guarded_unless_it_wants_exactly_its_tokens_or_the_stop_is_off(
+        ignore_eos, environ, expected):
+    assert guarded(ignore_eos, environ) is expected
+
+
+def test_the_mark_is_added_to_the_engines_own_parameters():
+    assert Guard.marked(None) == {"harmony_ext_guard": True}
+    mine = {"mine": 1}
+    assert Guard.marked(mine) == {"mine": 1, "harmony_ext_guard": True}
+    assert mine == {"mine": 1}  # a new dict: the request's own is not changed
+
+
+def test_only_a_marked_request_gets_a_guard_with_its_own_wishes():
+    assert guard_for(None, False, 0) is None
+    assert guard_for({"mine": 1}, False, 0) is None
+    assert guard_for({Guard.MARK: False}, False, 0) is None
+    generation = ids("<|channel|>final<|message|>A<|end|><|start|>user<|message|>x y z")
+    at = len(ids("<|channel|>final<|message|>A<|end|><|start|>user")) - 1
+    assert stop_of(generation, guard_for(Guard.marked(None), False, None)) == at
+    assert stop_of(generation, guard_for(Guard.marked(None), False, at + 3)) == at + 2
+    assert stop_of(generation, guard_for(Guard.marked(None), True, 0)) is None

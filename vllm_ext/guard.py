@@ -9,10 +9,11 @@ ids, and a stop string would cut an answer that writes ``<|start|>user`` as text
 scheduler's ``check_stop`` is wrapped: where vLLM itself does not stop the request, a request
 that harmony-ext's ``adjust_request`` marked (:attr:`harmony_plugins.Guard.MARK` in its
 ``vllm_xargs``, which vLLM hands the engine core as the sampling parameters' ``extra_args``)
-has its own :class:`harmony_plugins.Guard` (built on its first token with its ``ignore_eos`` and
-``min_tokens``, kept on the request), which takes the new token; where it says the turn is
-over, the request finishes as stopped, ``stop_reason`` :data:`REASON` for a forged turn (or the
-stop id itself). Each choice of ``n > 1`` is its own engine request, with its own guard.
+has its own :class:`harmony_plugins.Guard` (:func:`harmony_plugins.guard_for`, built on its
+first token with its ``ignore_eos`` and ``min_tokens``, kept on the request), which takes the
+new token; where it says the turn is over, the request finishes as stopped, ``stop_reason``
+:data:`REASON` for a forged turn (or the stop id itself). Each choice of ``n > 1`` is its own
+engine request, with its own guard.
 
 An unmarked request costs the wrapper's call and one attribute read per token; a marked one
 the guard's step too (``docs/performance.md`` has the figures beside vLLM's own check). The
@@ -28,7 +29,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from harmony_plugins import Guard
+from harmony_plugins import Guard, guard_for
 from harmony_plugins.adapter_support import hooks
 
 SCHEDULER = "vllm.v1.core.sched.scheduler"
@@ -55,6 +56,10 @@ def check() -> str | None:
         return f"{SCHEDULER}.{TARGET} takes other arguments than (request, max_model_len)"
     if not hasattr(RequestStatus, "FINISHED_STOPPED"):
         return "RequestStatus.FINISHED_STOPPED does not exist"
+    try:
+        Guard()  # the first guard reads the shipped token classes: here, not at a request
+    except RuntimeError as e:
+        return f"the guard's token classes cannot be read ({e})"
     return None
 
 
@@ -72,7 +77,9 @@ def install() -> None:
             try:
                 guard = request.harmony_ext_guard
             except AttributeError:
-                guard = request.harmony_ext_guard = guard_for(request)
+                params = request.sampling_params
+                guard = request.harmony_ext_guard = guard_for(
+                    getattr(params, "extra_args", None), params.ignore_eos, params.min_tokens)
             if guard is None or not guard.step(request.output_token_ids[-1]):
                 return False
             request.status = stopped
@@ -83,16 +90,3 @@ def install() -> None:
 
     hooks.wrap_once(importlib.import_module(SCHEDULER), TARGET, wrap)
 
-
-def guard_for(request: Any) -> Guard | None:
-    """A marked request's guard, from its sampling parameters; None for any other request."""
-    params = request.sampling_params
-    extra = getattr(params, "extra_args", None)
-    if not extra or not extra.get(Guard.MARK):
-        return None
-    return Guard(ignore_eos=bool(params.ignore_eos), min_tokens=params.min_tokens or 0)
-
-
-def mark(request: Any) -> None:
-    """Mark a request (chat or Responses) so that the scheduler guards its generation."""
-    request.vllm_xargs = {**(getattr(request, "vllm_xargs", None) or {}), Guard.MARK: 1}

@@ -38,6 +38,7 @@ from vllm.renderers.chat_utils import make_tool_call_id
 
 from harmony_plugins import (
     ContentText,
+    Guard,
     MessageBegin,
     MessageEnd,
     ReasoningText,
@@ -48,17 +49,16 @@ from harmony_plugins import (
     Vocab,
     answer_or_call,
     count_reasoning_tokens,
+    guarded,
     harmony,
     held_schemas,
     pass_undeclared,
     read_tool_choice,
-    turn_stop,
 )
 from harmony_plugins.adapter_support import metrics, text_calls
 from harmony_plugins.adapter_support.messages import harmony_message
 from harmony_plugins.adapter_support.once import Once
 
-from . import guard
 from .deltas import delta_message
 
 logger = logging.getLogger("vllm.harmony_ext")
@@ -142,17 +142,19 @@ class HarmonyExtParser(HarmonyParser):
         other request gets vLLM's own adjustments (the structural tags of a forced
         ``tool_choice`` and of other formats).
 
-        Then Harmony's stop ids are merged into the request's: vLLM takes its stop ids from the
-        checkpoint's generation config alone, and one without ``<|call|>`` lets the model write
-        the tool's result itself; and, unless the turn stop is switched off, the request is
-        marked for the generation guard (:mod:`vllm_ext.guard`), which ends it at a forged
-        turn. A request with ``ignore_eos`` asked for exactly its tokens and is left alone."""
+        Then Harmony's stop ids are merged into the request's, unless it asked for exactly its
+        tokens (``ignore_eos``): vLLM takes its stop ids from the checkpoint's generation
+        config alone, and one without ``<|call|>`` lets the model write the tool's result
+        itself; and where the core guards the request (:func:`harmony_plugins.guarded`: not
+        with ``ignore_eos``, not with the turn stop switched off) it is marked for the
+        generation guard (:mod:`vllm_ext.guard`), which ends it at a forged turn."""
         if not self._answer_or_call(request):
             request = super().adjust_request(request)
-        if not getattr(request, "ignore_eos", False):
+        ignore_eos = getattr(request, "ignore_eos", False)
+        if not ignore_eos:
             request.stop_token_ids = harmony.with_stop_ids(request.stop_token_ids)
-            if turn_stop(os.environ):
-                guard.mark(request)
+        if guarded(ignore_eos, os.environ):
+            request.vllm_xargs = Guard.marked(getattr(request, "vllm_xargs", None))
         return request
 
     def _answer_or_call(self, request: Any) -> bool:
