@@ -30,15 +30,13 @@ from typing import Any
 from . import harmony as hm
 from ._tool_choice import AUTO, ToolChoice
 
-ANY_OBJECT: Mapping[str, Any] = {"type": "object"}
-"""The arguments of a call whose function's schema is not held: any JSON object."""
 _ENDS = [hm.END_TOKEN, ""]  # <|end|>, or a stop token (<|call|>, <|return|>)
 
 
 def answer_or_call(calls: Mapping[str, Mapping[str, Any]], answer: Mapping[str, Any] | None,
                    choice: ToolChoice = AUTO) -> dict[str, Any]:
     """The structural tag of a turn ending in one call to a function of ``calls`` (name to the
-    JSON schema its arguments are held to; :data:`ANY_OBJECT` for any object) or in a final
+    JSON schema its arguments are held to; ``{"type": "object"}`` for any object) or in a final
     answer whose body ``answer`` (a JSON schema; None: no answer) holds, as far as the
     request's ``choice`` allows each (:func:`harmony_plugins.read_tool_choice`). At least one
     must be allowed: ValueError otherwise."""

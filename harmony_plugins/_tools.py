@@ -35,6 +35,9 @@ class Builtin(str):
 
 NAMESPACE_SEPARATOR = "__"
 """How a Responses ``namespace`` tool's functions are named flat (``space__name``)."""
+ANY_OBJECT: Mapping[str, Any] = {"type": "object"}
+"""The schema a grammar holds a call's arguments to where it holds no function's own: any JSON
+object (:func:`held_schemas`)."""
 
 
 _NOT_TOOLS = (int, float, bytes, list, tuple)  # a tuple: isinstance on a union costs more
@@ -131,8 +134,6 @@ def held_schemas(tools: Iterable[Any] | None, hold_all: bool = False) -> dict[st
     function's name, and the JSON schema its arguments are held to: its ``parameters`` where
     the function is ``strict`` (or ``hold_all``, a server that holds every function so) and
     declares them, else any JSON object. Built-in tools are no functions and are left out."""
-    from ._grammar import ANY_OBJECT
-
     out: dict[str, Any] = {}
     for tool in declared_tools(tools):
         if isinstance(tool, str):  # a name alone, or a built-in tool's recipient

@@ -38,7 +38,7 @@ from harmony_ext_testing.sglang_cases import (
     token_chunkings,
 )
 from harmony_ext_testing.sglang_serving import chat_runner, write_model_dir
-from sglang_ext import link as links
+from sglang_ext import request_context
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "bash pages/run.sh sglang-comparison"
@@ -70,7 +70,7 @@ def record(folder: Path) -> dict[str, dict[str, Any]]:
     pieces = pieces_for(hf_dir)
     results: dict[str, dict[str, Any]] = {}
     for case in CASES:
-        links.CURRENT.set(None)  # each case a new request
+        request_context.update(link=None)  # each case a new request
         token_pieces = pieces(case.text)
         nonstream = served(chat, case, NAME, None, stream=False)
         streams = [served(chat, case, NAME, deltas, stream=True)
@@ -78,7 +78,7 @@ def record(folder: Path) -> dict[str, dict[str, Any]]:
         results.setdefault(case.id, {})[NAME] = {
             "nonstream": nonstream, "stream": streams[0],
             "all_streams_agree": all(s == streams[0] for s in streams)}
-        links.CURRENT.set(None)
+        request_context.update(link=None)
         results[case.id][BUILTIN] = {
             "nonstream": served(chat, case, BUILTIN, None, stream=False),
             "stream": served(chat, case, BUILTIN, token_pieces, stream=True)}
@@ -95,7 +95,7 @@ def record(folder: Path) -> dict[str, dict[str, Any]]:
 def stream_seconds(parser: str, chars: int) -> float:
     """CPU time of ``parser``'s chain for a long final answer in 4-character deltas."""
     case, deltas, _ = long_answer(chars)
-    links.CURRENT.set(None)
+    request_context.update(link=None)
     start = time.process_time()
     chain_stream(case, parser, deltas)
     return time.process_time() - start

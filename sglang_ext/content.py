@@ -5,16 +5,18 @@ SGLang hands a tool detector's content on only where ``has_tool_call`` said the 
 call, and keeps the raw text otherwise: raw Harmony, chain of thought included. Our
 ``has_tool_call`` says True only for a call (a True without one makes SGLang log "no complete
 call parsed" for every such reply), so where the parse's content differs from the text, the
-detector leaves it in :data:`CONTENT` and the two AROUND hooks here put it in place of the raw
-text. No SGLang import at module level: the plugin lists these hooks before SGLang is checked.
+detector leaves it in the task's request context
+(:attr:`~sglang_ext.request_context.RequestContext.content`, while a hook here runs) and the two
+AROUND hooks here put it in place of the raw text. No SGLang import at module level: the plugin
+lists these hooks before SGLang is checked.
 """
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Callable
 from typing import Any
 
+from . import request_context
 from .names import NAME
 
 PROCESS_TOOL_CALLS = ("sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat"
@@ -22,22 +24,13 @@ PROCESS_TOOL_CALLS = ("sglang.srt.entrypoints.openai.serving_chat.OpenAIServingC
 PARSE_NON_STREAM = ("sglang.srt.function_call.function_call_parser.FunctionCallParser"
                     ".parse_non_stream")
 
-CONTENT: contextvars.ContextVar[list[tuple[str, str]] | None] = contextvars.ContextVar(
-    "harmony_ext_content", default=None)
-"""Where a hook below is running: the (raw text, content) pairs of the replies without a call
-whose content our tool detector found to differ from their text."""
-
-
 def _content_of(original: Callable[..., Any], args: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> tuple[Any, list[tuple[str, str]]]:
     """``original``'s result, and what our tool detector's ``has_tool_call`` handed over
     while it ran."""
     slot: list[tuple[str, str]] = []
-    token = CONTENT.set(slot)
-    try:
+    with request_context.holding(content=slot):
         return original(*args, **kwargs), slot
-    finally:
-        CONTENT.reset(token)
 
 
 def _shown(text: str, slot: list[tuple[str, str]]) -> str | None:
@@ -69,11 +62,8 @@ def show_content_parsed(original: Callable[..., Any], self: Any, *args: Any,
                         **kwargs: Any) -> Any:
     """AROUND ``FunctionCallParser.parse_non_stream`` (SGLang's ``/parse_function_call``, a
     script): the same for a parser of ours, which SGLang also answers with the text as it is
-    when ``has_tool_call`` says False and no call was parsed."""
-    from .detectors import HarmonyExtDetector
-
-    if not isinstance(getattr(self, "detector", None), HarmonyExtDetector):
-        return original(self, *args, **kwargs)
+    when ``has_tool_call`` says False and no call was parsed (only our detector hands content
+    over: another parser's result is left as it is)."""
     result, slot = _content_of(original, (self, *args), kwargs)
     if slot and isinstance(result, tuple) and len(result) == 2 and not result[1]:
         content = _shown(result[0], slot)

@@ -59,8 +59,7 @@ from harmony_plugins.adapter_support import metrics, text_calls
 from harmony_plugins.adapter_support.once import Once
 
 from . import link as links
-from . import request_ids, results
-from .content import CONTENT
+from . import request_context, results
 from .names import NAME, metrics_enabled, selected_parser, status
 
 THINK_START = harmony.REASONING_START
@@ -88,7 +87,7 @@ def new_turn(tools: Iterable[Any] | None, tool_choice: Any = None, *,
                       parallel_tool_calls=parallel_tool_calls is not False,
                       recover_text_calls=text_calls.switched_on(os.environ, once))
     observer = _count if metrics_enabled() else _report
-    return Turn(request, observer=observer.for_request(request_ids.current()))
+    return Turn(request, observer=observer.for_request(request_context.current().response_id))
 
 
 once = Once(logger)
@@ -246,7 +245,7 @@ class HarmonyExtDetector(BaseFormatDetector):
 
     def _linked(self) -> links.Link | None:
         """This call's link from our reasoning detector, checked; None: parse it ourselves."""
-        link = links.CURRENT.get()
+        link = request_context.current().link
         if link is not None and (link is self._link or link.claim(self)):
             self._link = link
             return link
@@ -333,7 +332,7 @@ class HarmonyExtDetector(BaseFormatDetector):
         if step.calls:
             return True
         if step.content != text:
-            slot = CONTENT.get()
+            slot = request_context.current().content
             if slot is not None:
                 slot.append((text, step.content))
         return False

@@ -18,7 +18,6 @@ runs untouched (and its prompt cache with it).
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
 import secrets
 from collections.abc import Callable
@@ -27,7 +26,12 @@ from typing import Any
 from harmony_plugins import escaper_for
 from harmony_plugins.adapter_support.once import Once
 
+from .hook_arguments import bound
 from .names import NAME
+
+TARGET = (
+    "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat._render_and_encode_chat_template"
+)
 
 logger = logging.getLogger("sglang_ext")
 
@@ -41,9 +45,7 @@ def render_and_encode(original: Callable[..., Any], self: Any, *args: Any,
                     getattr(self, "reasoning_parser", None)):
         return original(self, *args, **kwargs)
     try:
-        bound = inspect.signature(original).bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        a = bound.arguments
+        a = bound(TARGET, (self, *args), kwargs).arguments
         messages, tools = a["messages"], a.get("tools")
         template_kwargs = a.get("template_kwargs") or {}
         encode_kwargs = a.get("encode_kwargs") or {}

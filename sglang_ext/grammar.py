@@ -21,9 +21,12 @@ Two hooks (AROUND, through ``HookRegistry``):
   into the scheduler's: a request whose grammar harmony-ext built is applied from the first
   token; a native one (``/generate``, which has no tools) whose ``json_schema`` follows a
   prompt that opens the assistant's message gets the grammar of an answer alone
-  (:func:`hold_native_grammar`). A request SGLang's OpenAI serving builds carries
-  :data:`GRAMMAR` in ``custom_params`` (True: ours; False: SGLang's, left as it is), so this
-  hook tells them apart.
+  (:func:`hold_native_grammar`). The first hook returns the sampling parameters of a request
+  whose JSON schema SGLang's OpenAI serving built as :class:`OurGrammar` or
+  :class:`SGLangsGrammar` (SGLang's own, left as it is), dicts of their own type, so that this
+  hook tells them apart; the scheduler gets SGLang's sampling parameters built from their
+  items, nothing of harmony-ext's. (SGLang builds a chat request's parameters off its event
+  loop, so a context variable would not reach this hook.)
 
 Everything else (a ``structural_tag`` response format, the Responses API, another reasoning
 parser) keeps SGLang's own grammar.
@@ -32,13 +35,13 @@ parser) keeps SGLang's own grammar.
 from __future__ import annotations
 
 import functools
-import inspect
 import json
 import pkgutil
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from harmony_plugins import (
+    ToolChoice,
     answer_or_call,
     chat_request_tools,
     harmony,
@@ -46,16 +49,23 @@ from harmony_plugins import (
     read_tool_choice,
 )
 
-from .hook_arguments import positions
+from .hook_arguments import argument, bound, positions
 from .names import NAME, selected_parser
 
 CHAT_SAMPLING = "sglang.srt.entrypoints.openai.protocol.ChatCompletionRequest.to_sampling_params"
 TOKENIZE = "sglang.srt.managers.tokenizer_manager.TokenizerManager._create_tokenized_object"
 IN_GRAMMAR = "sglang.srt.sampling.sampling_params.set_request_reasoning_in_grammar"
-GRAMMAR = "harmony_ext_grammar"
-"""The ``custom_params`` key saying whose grammar a request carries (True: harmony-ext's)."""
 JSON_FORMATS = ("json_schema", "json_object")
 """``response_format`` types SGLang turns into a JSON schema."""
+
+
+class OurGrammar(dict[str, Any]):
+    """A chat request's sampling parameters with harmony-ext's grammar, applied from the first
+    token."""
+
+
+class SGLangsGrammar(dict[str, Any]):
+    """Sampling parameters whose JSON schema is SGLang's own grammar, left as it is."""
 
 
 def holds_grammars() -> bool:
@@ -67,59 +77,62 @@ def holds_grammars() -> bool:
 def hold_chat_grammar(original: Callable[..., Any], self: Any, *args: Any,
                       **kwargs: Any) -> Any:
     """AROUND ``ChatCompletionRequest.to_sampling_params``: a JSON response format and the
-    request's tools under the core's grammar; any other request as SGLang builds it."""
+    request's tools under the core's grammar; any other request as SGLang builds it (called
+    once either way)."""
     if not holds_grammars():
         return original(self, *args, **kwargs)
-    grammar = None
-    if (getattr(getattr(self, "response_format", None), "type", None) in JSON_FORMATS
-            and not getattr(self, "continue_final_message", False)  # output inside a message
-            and not getattr(self, "regex", None) and not getattr(self, "ebnf", None)):
-        bound = inspect.signature(original).bind(self, *args, **kwargs)
-        bound.arguments["tool_call_constraint"] = None  # ours holds the calls
-        params = original(*bound.args, **bound.kwargs)
-        schema = params.get("json_schema") if isinstance(params, dict) else None
-        grammar = chat_grammar(self, json.loads(schema)) if schema else None
-    if grammar is None:
-        params = original(self, *args, **kwargs)
-        if isinstance(params, dict) and params.get("json_schema"):
-            _mark(params, False)
+    ends = _ends(self) if _holds_json(self) else None
+    if ends is None:
+        return leave_to_sglang(original(self, *args, **kwargs))
+    call = bound(CHAT_SAMPLING, (self, *args), kwargs)
+    call.arguments["tool_call_constraint"] = None  # ours holds the calls
+    params = original(*call.args, **call.kwargs)
+    # (No schema where SGLang leaves a format to a renderer that handles it, not gpt-oss's.)
+    schema = params.pop("json_schema", None) if isinstance(params, dict) else None
+    if not schema:
         return params
-    del params["json_schema"]
-    params["structural_tag"] = json.dumps(grammar)
-    _mark(params, True)
-    return params
+    calls, choice = ends
+    params["structural_tag"] = json.dumps(answer_or_call(calls, json.loads(schema), choice))
+    return OurGrammar(params)
 
 
-def chat_grammar(request: Any, schema: Any) -> dict[str, Any] | None:
-    """The core's grammar for a chat request whose answer ``schema`` holds, or None where it
-    allows nothing (a named function the request does not declare: SGLang's own error)."""
+def _holds_json(request: Any) -> bool:
+    """A JSON response format (``json_schema``, ``json_object``) that the output holds from the
+    start of a new message, under no other constraint of the request's own."""
+    return (getattr(getattr(request, "response_format", None), "type", None) in JSON_FORMATS
+            and not getattr(request, "continue_final_message", False)  # inside a message
+            and not getattr(request, "regex", None) and not getattr(request, "ebnf", None))
+
+
+def _ends(request: Any) -> tuple[dict[str, Any], ToolChoice] | None:
+    """The functions a call of the chat request may name (each with the schema its arguments
+    are held to) and its :class:`harmony_plugins.ToolChoice`; None where the choice allows
+    neither a call nor the answer (a named function the request does not declare: SGLang's
+    own error)."""
     choice = read_tool_choice(getattr(request, "tool_choice", None))
-    held = held_schemas(chat_request_tools(request), hold_all=_strict_parameters())
-    try:
-        return answer_or_call(held, schema, choice)
-    except ValueError:  # the choice allows neither a call nor the answer
-        return None
+    calls = choice.allowed(held_schemas(chat_request_tools(request),
+                                        hold_all=_strict_parameters()))
+    return (calls, choice) if calls or choice.answer else None
 
 
 def hold_native_grammar(original: Callable[..., Any], self: Any, *args: Any,
                         **kwargs: Any) -> Any:
     """AROUND ``TokenizerManager._create_tokenized_object``."""
     if holds_grammars():
-        bound = inspect.signature(original).bind(self, *args, **kwargs)
-        obj = bound.arguments.get("obj")
+        obj = argument(TOKENIZE, "obj", (self, *args), kwargs)
         params = getattr(obj, "sampling_params", None)
-        if isinstance(params, dict) and hasattr(obj, "require_reasoning"):
-            mine = (params.get("custom_params") or {}).get(GRAMMAR)
-            if (mine is None and params.get("json_schema")
-                    and opens_message(self.tokenizer, bound.arguments.get("input_ids"))):
-                params = dict(params)
-                schema = json.loads(params.pop("json_schema"))
-                params["structural_tag"] = json.dumps(answer_or_call({}, schema))
-                _mark(params, True)
-                obj.sampling_params = params
-                mine = True
-            if mine is True:
+        if isinstance(params, OurGrammar | SGLangsGrammar):
+            obj.sampling_params = dict(params)  # a plain dict on: no type of ours goes further
+            if isinstance(params, OurGrammar) and hasattr(obj, "require_reasoning"):
                 from_first_token(obj)
+        elif (isinstance(params, dict) and hasattr(obj, "require_reasoning")
+              and params.get("json_schema") and opens_message(
+                  self.tokenizer, argument(TOKENIZE, "input_ids", (self, *args), kwargs))):
+            params = dict(params)
+            schema = json.loads(params.pop("json_schema"))
+            params["structural_tag"] = json.dumps(answer_or_call({}, schema))
+            obj.sampling_params = params
+            from_first_token(obj)
     return original(self, *args, **kwargs)
 
 
@@ -155,10 +168,6 @@ def from_first_token(obj: Any) -> None:
     obj.sampling_params = params
 
 
-def _mark(params: dict[str, Any], ours: bool) -> None:
-    params["custom_params"] = {**(params.get("custom_params") or {}), GRAMMAR: ours}
-
-
 def _strict_parameters() -> bool:
     """``SGLANG_TOOL_STRICT_LEVEL`` 2 (parameter): SGLang holds every function's arguments to
     its schema, as if each were strict."""
@@ -170,11 +179,12 @@ def _strict_parameters() -> bool:
         return False
 
 
-def leave_to_sglang(params: dict[str, Any]) -> None:
-    """Mark a generation's sampling parameters as SGLang's own grammar (the Responses API's),
-    which :func:`hold_native_grammar` then leaves alone."""
-    if params.get("json_schema"):
-        _mark(params, False)
+def leave_to_sglang(params: Any) -> Any:
+    """A generation's sampling parameters as SGLang built them, their JSON schema (if any)
+    SGLang's own grammar, which :func:`hold_native_grammar` then leaves alone."""
+    if isinstance(params, dict) and params.get("json_schema"):
+        return SGLangsGrammar(params)
+    return params
 
 
 def hook_points() -> list[tuple[str, Callable[..., Any], str]]:

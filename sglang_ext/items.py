@@ -35,7 +35,6 @@ them all itself, said once per reason. What the hooks need is checked at start-u
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 import logging
 import pkgutil
@@ -46,6 +45,7 @@ from harmony_plugins import NotRenderable, round_trip_plan
 from harmony_plugins.adapter_support.messages import prompt_message
 from harmony_plugins.adapter_support.once import Once
 
+from . import request_context
 from .responses import active
 
 logger = logging.getLogger("sglang_ext")
@@ -66,11 +66,6 @@ class _Plan:
 
     def __init__(self, items: Sequence[Any], messages: Mapping[int, Any]) -> None:
         self.items, self.messages, self.next = items, messages, 0
-
-
-_plan: contextvars.ContextVar[_Plan | None] = contextvars.ContextVar(
-    "harmony_ext_sglang_items", default=None)
-"""While SGLang converts one request's input items: the core's reading of them."""
 
 
 def _read(request: Any, prev_response: Any) -> _Plan | None:
@@ -98,11 +93,8 @@ def read_items(original: Callable[..., Any], self: Any, request: Any, prev_respo
     plan = _read(request, prev_response) if active(self) else None
     if plan is None:
         return original(self, request, prev_response, *args, **kwargs)
-    token = _plan.set(plan)
-    try:
+    with request_context.holding(input_items=plan):
         messages = original(self, request, prev_response, *args, **kwargs)
-    finally:
-        _plan.reset(token)
     if isinstance(messages, list):
         messages[:] = [m for m in messages if m is not _SKIP]
     return messages
@@ -111,7 +103,7 @@ def read_items(original: Callable[..., Any], self: Any, request: Any, prev_respo
 def convert_item(original: Callable[..., Any], response_msg: Any, *args: Any,
                  **kwargs: Any) -> Any:
     """AROUND ``parse_response_input``: the core's message for the item being converted."""
-    plan = _plan.get()
+    plan = request_context.current().input_items
     if plan is None or plan.next >= len(plan.items) or plan.items[plan.next] is not response_msg:
         return original(response_msg, *args, **kwargs)
     index = plan.next

@@ -4,8 +4,9 @@ SGLang runs the reasoning detector and then the tool detector on every step of a
 one after the other in the same task, handing the tool detector the reasoning detector's
 ``normal_text``. Our reasoning detector owns the choice's :class:`~harmony_plugins.Turn`;
 the tool detector must take the steps it queued, never parse that text again. So the
-reasoning detector publishes its :class:`Link` in a context variable (set on each call,
-read by the next tool-detector call of the same task) and records the text it handed over;
+reasoning detector publishes its :class:`Link` in the task's request context
+(:attr:`sglang_ext.request_context.RequestContext.link`, set on each call, read by the next
+tool-detector call of the same task) and records the text it handed over;
 the tool detector checks that the text it got is that text. A missing link (harmony-ext
 selected as reasoning parser, yet none arrived) or a changed text is logged as an error once
 per process and counted in :data:`LOST`, never passed over in silence.
@@ -13,7 +14,6 @@ per process and counted in :data:`LOST`, never passed over in silence.
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import weakref
 from typing import Any
@@ -21,11 +21,9 @@ from typing import Any
 from harmony_plugins import Step, Turn
 from harmony_plugins.adapter_support.once import Once
 
-logger = logging.getLogger("sglang_ext")
+from . import request_context
 
-CURRENT: contextvars.ContextVar[Link | None] = contextvars.ContextVar(
-    "harmony_ext_link", default=None)
-"""The link the reasoning detector of this task published last."""
+logger = logging.getLogger("sglang_ext")
 
 LOST: dict[str, int] = {"missing": 0, "changed": 0}
 """Tool-detector calls that found no link, or a text other than the one handed over, in this
@@ -69,8 +67,8 @@ class Link:
             self.steps.append(step)
             if content:
                 self.handed += content
-        if CURRENT.get() is not self:
-            CURRENT.set(self)
+        if request_context.current().link is not self:
+            request_context.update(link=self)
 
     def take(self, text: str, tools: list[Any] | None) -> list[Step]:
         """The queued steps, emptying the queue; ``text`` is what SGLang passed on, ``tools``

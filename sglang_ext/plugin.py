@@ -70,7 +70,7 @@ from typing import Any
 from harmony_plugins.adapter_support.command_line import may_select
 from harmony_plugins.adapter_support.versions import release
 
-from .hook_arguments import argument
+from .hook_arguments import argument, signature
 from .names import NAME, selected_parser, status
 
 MIN_VERSION = (0, 5, 22)
@@ -82,9 +82,6 @@ REASONING_INIT = "sglang.srt.parser.reasoning_parser.ReasoningParser.__init__"
 TOOL_INIT = "sglang.srt.function_call.function_call_parser.FunctionCallParser.__init__"
 DETOKENIZER_INIT = (
     "sglang.srt.managers.detokenizer_manager.DetokenizerManager.init_running_status"
-)
-RENDER = (
-    "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat._render_and_encode_chat_template"
 )
 PREPARE_ARGS = "sglang.srt.server_args.prepare_server_args"
 REQUEST_IDS = "the response's id in the log line"
@@ -225,7 +222,7 @@ def keep_call_token(result: Any, *args: Any, **kwargs: Any) -> None:
     manager = args[0] if args else None
     selected = selected_parser("tool_call_parser")
     if selected is None:  # no published config: fall back to the arguments given
-        server_args = kwargs.get("server_args", args[1] if len(args) > 1 else None)
+        server_args = argument(DETOKENIZER_INIT, "server_args", args, kwargs)
         selected = getattr(server_args, "tool_call_parser", None)
     if selected == NAME and manager is not None:
         manager.is_tool_call_parser_gpt_oss = True
@@ -276,6 +273,7 @@ def workers_load_plugins() -> bool:
 def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]:
     """(what, target, hook, kind, why missing) for each hook."""
     from .content import PARSE_NON_STREAM, PROCESS_TOOL_CALLS, show_content, show_content_parsed
+    from .escaping import TARGET as RENDER
     from .escaping import render_and_encode
     from .prompt import HANDLE, apply_template, carry_reasoning
     from .prompt import TARGET as APPLY_TEMPLATE
@@ -333,9 +331,13 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
 
 
 def _missing(target: str) -> str | None:
-    """Why a hook target cannot be used, or None."""
+    """Why a hook target cannot be used, or None. Its signature is read here, once for the
+    process (:func:`sglang_ext.hook_arguments.signature`), for the hook to read its
+    arguments by."""
+    from .escaping import TARGET as RENDER
+
     try:
-        func = pkgutil.resolve_name(target)
+        params = signature(target).parameters
     except Exception as e:
         return f"{target} not found ({type(e).__name__}: {e})"
     if target == DETOKENIZER_INIT:
@@ -346,10 +348,9 @@ def _missing(target: str) -> str | None:
                                                         "co_names", ()):
             return ("DetokenizerManager.trim_matched_stop no longer reads "
                     "is_tool_call_parser_gpt_oss")
-    if target == RENDER:
-        params = inspect.signature(inspect.unwrap(func)).parameters
-        if not {"messages", "tools", "template_kwargs", "encode_kwargs"} <= set(params):
-            return f"{target} has an unknown signature"
+    if target == RENDER and not {"messages", "tools", "template_kwargs",
+                                 "encode_kwargs"} <= set(params):
+        return f"{target} has an unknown signature"
     return None
 
 

@@ -16,7 +16,6 @@ request. Whoever renders, the request gets Harmony's stop ids and the generation
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import os
@@ -35,6 +34,7 @@ from harmony_plugins import (
 from harmony_plugins.adapter_support.once import Once
 from harmony_plugins.adapter_support.vocabulary import load_openai_harmony
 
+from .hook_arguments import argument, bound
 from .names import NAME
 
 logger = logging.getLogger("sglang_ext")
@@ -76,9 +76,9 @@ def stop_at_harmony_stops(request: Any) -> None:
 def apply_template(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:
     """AROUND hook on ``OpenAIServingChat._apply_jinja_template``."""
     try:
-        bound = inspect.signature(original).bind(self, *args, **kwargs)
-        request = bound.arguments["request"]
-        is_multimodal = bound.arguments.get("is_multimodal", False)
+        call = bound(TARGET, (self, *args), kwargs)
+        request = call.arguments["request"]
+        is_multimodal = call.arguments.get("is_multimodal", False)
     except (TypeError, KeyError):
         if active(self):
             once("signature", logging.INFO,
@@ -155,7 +155,7 @@ async def carry_reasoning(original: Callable[..., Any], self: Any, request: Any,
     SGLang's message model knows ``reasoning_content`` only and drops a ``reasoning`` key while
     validating the request, before any plugin code runs; the raw body still has it.
     """
-    raw_request = args[0] if args else kwargs.get("raw_request")
+    raw_request = argument(HANDLE, "raw_request", (self, request, *args), kwargs)
     if raw_request is not None and active(self):
         try:
             await copy_reasoning(request, raw_request)

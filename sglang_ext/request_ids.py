@@ -6,21 +6,21 @@ its detectors no id: the reasoning detector gets the chat request (whose ``rid``
 the client set one), the tool detector not even that. The id SGLang gives the response
 (``meta_info["id"]``: the ``rid`` its tokenizer manager assigned, which the response's ``id``,
 each stream chunk's and SGLang's own request log carry) is known only to the serving methods
-that call the detectors. BEFORE hooks on those methods publish it in a context variable:
-``_process_reasoning_stream`` and ``_process_tool_call_stream`` (each streamed step: the
-choice's ``content``), and ``_build_chat_response`` (the whole reply: the first choice's
-``meta_info``, the response's id). A detector reads it when its turn starts
-(:func:`current`), within the same task. The value is set, never reset: a BEFORE hook cannot
-(an AROUND hook could not either, around an async generator), and a request's task serves that
-request alone.
+that call the detectors. BEFORE hooks on those methods publish it in the task's request context
+(:attr:`~sglang_ext.request_context.RequestContext.response_id`): ``_process_reasoning_stream``
+and ``_process_tool_call_stream`` (each streamed step: the choice's ``content``), and
+``_build_chat_response`` (the whole reply: the first choice's ``meta_info``, the response's
+id). A detector reads it when its turn starts, within the same task. The value is set, never
+put back: a BEFORE hook cannot (an AROUND hook could not either, around an async generator),
+and a request's task serves that request alone.
 """
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Callable
 from typing import Any
 
+from . import request_context
 from .hook_arguments import argument, positions
 
 SERVING_CHAT = "sglang.srt.entrypoints.openai.serving_chat.OpenAIServingChat"
@@ -30,36 +30,24 @@ STREAM_TARGETS = (f"{SERVING_CHAT}._process_reasoning_stream",
 WHOLE_TARGET = f"{SERVING_CHAT}._build_chat_response"
 """Called once per non-streamed reply with every choice's result (``ret``)."""
 
-CURRENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "harmony_ext_request_id", default=None)
-"""The id of the response the serving code of this task is building, when known."""
-
-
-def current() -> str | None:
-    """The id of the response being parsed in this task, or None (SGLang's classes used
-    outside its serving code)."""
-    return CURRENT.get()
-
-
-def _id_of(result: Any) -> str | None:
+def _note(result: Any) -> None:
+    """Publish the id in a result's ``meta_info`` (where it has one, and it is news)."""
     meta = result.get("meta_info") if isinstance(result, dict) else None
     rid = meta.get("id") if isinstance(meta, dict) else None
-    return rid if isinstance(rid, str) else None
+    if isinstance(rid, str) and request_context.current().response_id != rid:
+        request_context.update(response_id=rid)
 
 
 def note_step(*args: Any, **kwargs: Any) -> None:
     """BEFORE ``_process_reasoning_stream`` / ``_process_tool_call_stream``: the step's id."""
-    rid = _id_of(argument(STREAM_TARGETS[0], "content", args, kwargs))
-    if rid is not None:
-        CURRENT.set(rid)
+    _note(argument(STREAM_TARGETS[0], "content", args, kwargs))
 
 
 def note_reply(*args: Any, **kwargs: Any) -> None:
     """BEFORE ``_build_chat_response``: the reply's id (its first choice's)."""
     ret = argument(WHOLE_TARGET, "ret", args, kwargs)
-    rid = _id_of(ret[0]) if isinstance(ret, list) and ret else None
-    if rid is not None:
-        CURRENT.set(rid)
+    if isinstance(ret, list) and ret:
+        _note(ret[0])
 
 
 def hook_points() -> list[tuple[str, Callable[..., Any], str]]:

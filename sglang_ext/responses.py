@@ -16,10 +16,11 @@ the request's tools and the adapter's observer (the counters, the recovery log l
 contexts are built without the request, so hooks place it while SGLang handles one
 (docs/sglang.md, internals section 10):
 
-* AROUND ``OpenAIServingResponses.create_responses``: the request in a context variable while
-  SGLang builds its context (it does so inside this call, before any output);
+* AROUND ``OpenAIServingResponses.create_responses``: the request in the task's request
+  context (:attr:`~sglang_ext.request_context.RequestContext.responses_request`) while SGLang
+  builds its Harmony context (it does so inside this call, before any output);
 * AROUND ``context.get_streamable_parser_for_assistant`` (the name the contexts call): the
-  drop-in when that variable holds a request, else openai-harmony's parser as before;
+  drop-in while a request is held there, else openai-harmony's parser as before;
 * AROUND ``HarmonyContext.append_output`` and ``StreamingHarmonyContext.append_output``: the
   engine's last output of a generation (its finish reason set) ends the parse
   (``process_eos``), which SGLang never calls. That is where the contract's end-of-stream
@@ -38,7 +39,6 @@ it is. What the hooks need from SGLang is checked once, at start-up (:func:`prob
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 import logging
 import os
@@ -49,7 +49,8 @@ from typing import Any
 from harmony_plugins import Guard, compat, guarded, pass_undeclared
 from harmony_plugins.adapter_support import metrics
 
-from . import grammar
+from . import grammar, request_context
+from .hook_arguments import argument, positions
 from .names import NAME, metrics_enabled
 
 logger = logging.getLogger("sglang_ext")
@@ -61,10 +62,6 @@ STREAM_APPEND = "sglang.srt.entrypoints.context.StreamingHarmonyContext.append_o
 SAMPLING = "sglang.srt.entrypoints.openai.protocol.ResponsesRequest.to_sampling_params"
 FORWARD_UNKNOWN_TOOLS = "SGLANG_FORWARD_UNKNOWN_TOOLS"
 ABORTED = "abort"
-
-CURRENT: contextvars.ContextVar[Any] = contextvars.ContextVar("harmony_ext_responses",
-                                                              default=None)
-"""The Responses request whose context SGLang is building (set by :func:`bind_request`)."""
 
 _count = metrics.Counting(logger)
 _report = metrics.Counting(logger, count=False)  # without --enable-metrics: the log line only
@@ -99,17 +96,14 @@ async def bind_request(original: Callable[..., Any], self: Any, *args: Any,
     """AROUND ``OpenAIServingResponses.create_responses``."""
     if not active(self):
         return await original(self, *args, **kwargs)
-    request = kwargs["request"] if "request" in kwargs else (args[0] if args else None)
-    token = CURRENT.set(request)
-    try:
+    with request_context.holding(
+            responses_request=argument(CREATE, "request", (self, *args), kwargs)):
         return await original(self, *args, **kwargs)
-    finally:
-        CURRENT.reset(token)
 
 
 def parser_for_request(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """AROUND ``get_streamable_parser_for_assistant`` as the contexts call it."""
-    request = CURRENT.get()
+    request = request_context.current().responses_request
     if request is None:
         return original(*args, **kwargs)
     return new_parser(request)
@@ -122,8 +116,8 @@ def guard_generations(original: Callable[..., Any], self: Any, *args: Any,
     core guards it (:func:`harmony_plugins.guarded`), as a chat request is; its JSON schema,
     if any, stays SGLang's grammar (:func:`sglang_ext.grammar.leave_to_sglang`)."""
     params = original(self, *args, **kwargs)
-    if CURRENT.get() is self and isinstance(params, dict):
-        grammar.leave_to_sglang(params)  # a text.format keeps SGLang's grammar
+    if request_context.current().responses_request is self and isinstance(params, dict):
+        params = grammar.leave_to_sglang(params)  # a text.format keeps SGLang's grammar
         if guarded(params.get("ignore_eos"), os.environ):
             params["custom_params"] = Guard.marked(params.get("custom_params"))
     return params
@@ -211,7 +205,7 @@ def problem() -> str | None:
         return "sglang.srt.entrypoints.context.get_streamable_parser_for_assistant is gone"
     if not {"HarmonyContext", "StreamingHarmonyContext"} <= _names(create):
         return "create_responses no longer builds SGLang's Harmony contexts itself"
-    if "request" not in inspect.signature(inspect.unwrap(create)).parameters:
+    if "request" not in positions(CREATE):
         return "create_responses takes no request"
     if "_messages" not in _names(context.HarmonyContext.append_output):
         return "HarmonyContext.append_output no longer keeps its messages in _messages"

@@ -92,7 +92,7 @@ from sglang.srt.function_call.function_call_parser import FunctionCallParser
 from sglang.srt.parser.reasoning_parser import ReasoningParser
 from sglang.srt.runtime_context import publish
 from sglang.srt.server_args import ServerArgs
-from sglang_ext import link, plugin
+from sglang_ext import link, plugin, request_context
 from harmony_ext_testing import sglang_cases as sc
 
 plugin.ensure_loaded()
@@ -111,7 +111,7 @@ for piece in ("<|channel|>commentary<|message|>Checking the weather. ",
 # missing: a tool detector's text without the reasoning detector's link (twice)
 for _ in range(2):
     fp = FunctionCallParser([Tool(**sc.WEATHER)], "harmony-ext")
-    link.CURRENT.set(None)
+    request_context.update(link=None)
     fp.parse_stream_chunk(by_id["call_first"].text)
 
 from prometheus_client import CollectorRegistry, multiprocess

@@ -39,6 +39,7 @@ from harmony_ext_testing.sglang_cases import (
     token_chunkings,
 )
 from sglang_ext import link as links
+from sglang_ext import request_context
 from sglang_ext.detectors import HarmonyExtDetector
 from tests.garbage import cyclic_garbage
 
@@ -62,7 +63,7 @@ def harmony_ext_selected(harmony_server_args: Any) -> None:
 def fresh_link_context() -> None:
     """Each test is a new request, as each of SGLang's requests runs in its own task
     context: no link published by an earlier test's reasoning detector is visible."""
-    links.CURRENT.set(None)
+    request_context.update(link=None)
 
 
 def case_param(case: Case) -> Any:
@@ -215,7 +216,7 @@ def test_a_tool_detector_without_its_link_says_so_once(caplog) -> None:
     with caplog.at_level(logging.ERROR, logger="sglang_ext"):
         for _ in range(2):
             fp = FunctionCallParser([Tool(**WEATHER)], NAME)
-            links.CURRENT.set(None)
+            request_context.update(link=None)
             _, items = fp.parse_stream_chunk(case.text)
             assert [(i.name, i.parameters) for i in items] == [PARIS_CALL]
     assert links.LOST["missing"] == before + 2
@@ -438,7 +439,7 @@ def test_a_finished_choice_leaves_nothing_for_the_cyclic_collector(case_id, piec
 
     def run() -> None:
         chain_stream(case, NAME, pieces(case.text))
-        links.CURRENT.set(None)  # the task ends: its context lets the last link go
+        request_context.update(link=None)  # the task ends: its context lets the last link go
 
     assert cyclic_garbage(run) == 0
 

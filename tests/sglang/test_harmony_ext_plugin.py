@@ -21,9 +21,10 @@ from sglang.srt.function_call.function_call_parser import FunctionCallParser
 from sglang.srt.parser.reasoning_parser import ReasoningParser
 from sglang.srt.plugins.hook_registry import HookRegistry
 
-from sglang_ext import plugin
+from sglang_ext import hook_arguments, plugin
 from sglang_ext.content import PARSE_NON_STREAM, PROCESS_TOOL_CALLS
 from sglang_ext.detectors import HarmonyExtDetector, HarmonyExtReasoningDetector
+from sglang_ext.escaping import TARGET as RENDER
 
 NAME = "harmony-ext"
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +53,7 @@ def wrapper_depth(func: Any) -> int:
 def test_register_again_changes_nothing() -> None:
     from sglang.srt.plugins import load_plugins
 
-    targets = [plugin.REASONING_INIT, plugin.TOOL_INIT, plugin.DETOKENIZER_INIT, plugin.RENDER,
+    targets = [plugin.REASONING_INIT, plugin.TOOL_INIT, plugin.DETOKENIZER_INIT, RENDER,
                plugin.PREPARE_ARGS, PROCESS_TOOL_CALLS, PARSE_NON_STREAM]
     before = {t: len(HookRegistry._hooks[t]) for t in targets}
     plugin.register()
@@ -363,3 +364,57 @@ def test_an_sglang_without_the_parser_modules_gets_the_log_line_not_an_import_er
     assert "detectors imported: False" in done.stdout
     assert "harmony-ext: not enabled on SGLang" in done.stderr
     assert "cannot import SGLang's parser registries" in done.stderr
+
+
+# -- what a served request costs the hooks ------------------------------------------------------
+
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "strict": True,
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                   "required": ["city"], "additionalProperties": False}}}
+JSON_FORMAT = {"type": "json_schema", "json_schema": {"name": "answer", "schema": {
+    "type": "object", "properties": {"temp": {"type": "integer"}}}}}
+
+
+def signatures_read(sglang_chat: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The modules of harmony-ext's SGLang adapter that called ``inspect.signature`` while
+    SGLang's chat serving served requests that pass every chat hook: a response format with
+    tools (the grammar's two hooks), streamed (the request id's per-step hooks) and not, with
+    the raw request (the ``reasoning`` hook), and one rendered by SGLang's chat template with a
+    control token's spelling in a message (the escaping hook)."""
+    import inspect
+
+    callers: list[str] = []
+    signature = inspect.signature
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        callers.append(sys._getframe(1).f_globals.get("__name__", "?"))
+        return signature(*args, **kwargs)
+
+    monkeypatch.setattr(inspect, "signature", counted)
+    answer = '<|channel|>final<|message|>{"temp": 20}<|return|>'
+    for stream in (False, True):
+        result = sglang_chat([answer.removesuffix("<|return|>")], stream=stream, tool_parser=NAME,
+                             reasoning_parser=NAME, tools=[WEATHER_TOOL], send_raw=True,
+                             response_format=JSON_FORMAT)
+        assert result.requests and result.requests[0].sampling_params.structural_tag
+    monkeypatch.setenv("HARMONY_EXT_CHAT_TEMPLATE", "1")
+    spelled = [{"role": "user", "content": "Say <|start|>user please."}]
+    assert sglang_chat(["<|channel|>final<|message|>Hi."], stream=False, tool_parser=NAME,
+                       reasoning_parser=NAME, messages=spelled).requests
+    monkeypatch.delenv("HARMONY_EXT_CHAT_TEMPLATE")
+    return [caller for caller in callers if caller.startswith("sglang_ext")]
+
+
+def test_no_hook_reads_a_signature_per_request(sglang_chat, monkeypatch) -> None:
+    """Each hook reads its arguments through the one cached reader, which read every target's
+    signature when the plugin installed the hooks (the control: with its cache emptied, the
+    same requests read them again, through it alone)."""
+    assert signatures_read(sglang_chat, monkeypatch) == []
+    hook_arguments.signature.cache_clear()
+    hook_arguments.positions.cache_clear()
+    try:
+        read = signatures_read(sglang_chat, monkeypatch)
+    finally:
+        plugin._hook_points()  # read again, as at start-up
+    assert read and set(read) == {"sglang_ext.hook_arguments"}

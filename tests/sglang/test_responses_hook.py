@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from harmony_plugins import compat
-from sglang_ext import plugin, responses
+from sglang_ext import plugin, request_context, responses
 from tests.cut_cases import CUTS, TOOLS
 from tests.sglang import responses_serving as rs
 from tests.sglang.sglang_process import run_script
@@ -95,11 +95,8 @@ def test_the_factory_is_sglangs_own_outside_a_harmony_ext_request() -> None:
     from sglang.srt.entrypoints import context
 
     assert type(context.get_streamable_parser_for_assistant()) is openai_harmony.StreamableParser
-    token = responses.CURRENT.set(SimpleNamespace(tools=[]))
-    try:
+    with request_context.holding(responses_request=SimpleNamespace(tools=[])):
         assert isinstance(context.get_streamable_parser_for_assistant(), compat.StreamableParser)
-    finally:
-        responses.CURRENT.reset(token)
 
 
 def test_sglangs_internals_not_as_expected_is_one_line_and_no_hook(
