@@ -84,7 +84,7 @@ def new_turn(tools: Iterable[Any] | None, tool_choice: Any = None, *,
     building in this task (:mod:`sglang_ext.request_ids`)."""
     request = Request(tools, tool_choice, pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS),
                       tools_known=tools_known,
-                      parallel_tool_calls=parallel_tool_calls is not False,
+                      parallel_tool_calls=parallel_tool_calls,
                       recover_text_calls=text_calls.switched_on(os.environ, once))
     observer = _count if metrics_enabled() else _report
     return Turn(request, observer=observer.for_request(request_context.current().response_id))
