@@ -10,9 +10,10 @@ the model for turn 2 (the scripted tokenizer manager sees them) must be, token f
 turn as the model wrote it, in its order, the preamble on ``commentary``, and the tool's result
 from ``functions.get_weather`` to the assistant on ``commentary``: the renderings below are
 written by hand from the contract (harmony_ext_testing/renderings.py). SGLang renders with
-openai_harmony, whose call header puts the recipient after the channel (``<|channel|>commentary
-to=functions.NAME <|constrain|>json``), the form the model wrote in turn 1; either form is
-Harmony.
+openai_harmony, the release SGLang pins (openai-harmony 0.0.4, tests/sglang/test_installed_set.py),
+whose call and result headers put the recipient in the role section (``<|start|>assistant
+to=functions.NAME<|channel|>commentary <|constrain|>json``; the model wrote it after the channel
+in turn 1): contract section 8 lets either place stand, as Harmony does.
 
 The same items on SGLang's own parsers (harmony-ext not selected) show what the hooks
 (sglang_ext/items.py) fix: SGLang keeps a message item's ``phase``, but renders the tool's
@@ -41,7 +42,6 @@ from harmony_ext_testing.renderings import (
     analysis,
     final,
     preamble,
-    result,
     token_ids,
     user,
 )
@@ -64,10 +64,16 @@ OSLO = "And Oslo?"
 
 
 def call(name: str, arguments: str) -> list[str]:
-    """A call as openai_harmony renders it (SGLang's Responses prompt), the form the model
-    wrote in turn 1: the recipient after the channel, ``<|constrain|>json``."""
-    return [START, "assistant", CH, f"commentary to=functions.{name} ", M("<|constrain|>"),
+    """A call as openai-harmony 0.0.4 renders it (SGLang's Responses prompt): the recipient in
+    the role section, ``<|constrain|>json`` after the channel."""
+    return [START, f"assistant to=functions.{name}", CH, "commentary ", M("<|constrain|>"),
             "json", MSG, arguments, CALL]
+
+
+def result(name: str, text: str) -> list[str]:
+    """A tool's result as openai-harmony 0.0.4 renders it: from ``functions.NAME``, the recipient
+    ``assistant`` in the role section, on ``commentary``."""
+    return [START, f"functions.{name} to=assistant", CH, "commentary", MSG, text, END]
 
 
 AS_WRITTEN = (*user(rs.USER), *analysis("Need weather."), *preamble("Checking now."),
