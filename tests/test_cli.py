@@ -189,3 +189,29 @@ def test_cli_recovers_a_call_written_as_text_only_when_asked():
         assert len(out["tool_calls"]) == calls, choice
     proc = _cli("--tool", "get_weather", "--recover-text-calls", stdin=text)
     assert "harmony-ext: rule call_written_as_text" in proc.stderr.decode().splitlines()
+
+
+PARSE_OPTIONS = {"-h", "--help", "--input", "--tool", "--tools", "--finish", "--tool-choice",
+                 "--recover-text-calls", "--stream"}
+"""What ``harmony-ext parse`` takes, by hand from README's command-line section and
+docs/core-api.md: the input's kind, the request's tools and ``tool_choice``, the finish, the
+text-call recovery, streamed output; and the file (standard input by default)."""
+
+
+def test_cli_help_lists_the_options():
+    """README: ``--help`` lists the options. Exactly these: an option added or dropped without
+    the docs fails here; ``demo --help`` (a control) lists none of ``parse``'s."""
+    import re
+
+    proc = _cli("--help")
+    assert proc.returncode == 0, proc.stderr.decode()
+    shown = proc.stdout.decode()
+    assert set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", shown.split("options:", 1)[1])) \
+        == PARSE_OPTIONS
+    assert "file" in shown.split("positional arguments:", 1)[1].split("options:")[0]
+    exe = Path(sys.executable).parent / "harmony-ext"
+    demo = subprocess.run([str(exe), "demo", "--help"], capture_output=True, text=True,
+                          timeout=60)
+    assert demo.returncode == 0
+    assert set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", demo.stdout.split("options:", 1)[1])) \
+        == {"-h", "--help"}
