@@ -52,7 +52,6 @@ from harmony_plugins import (
     chat_request_tools,
     fold,
     harmony,
-    pass_undeclared,
     read_tool_choice,
 )
 from harmony_plugins.adapter_support import metrics, text_calls
@@ -60,15 +59,13 @@ from harmony_plugins.adapter_support.once import Once
 
 from . import link as links
 from . import request_context, results
-from .names import NAME, metrics_enabled, selected_parser, status
+from .names import NAME, metrics_enabled, selected_parser, status, undeclared_calls_passed
 
 THINK_START = harmony.REASONING_START
 THINK_END = harmony.REASONING_END
 """SGLang's base class wants a reasoning start and end (as its gpt-oss detector has): its
 scheduler gates grammars after the end, and the ``tool_choice`` structural tag's excludes are
 stripped of both. The core's caveat holds: the end is any message's end."""
-FORWARD_UNKNOWN_TOOLS = "SGLANG_FORWARD_UNKNOWN_TOOLS"
-"""SGLang's own name for the pass-undeclared switch."""
 
 logger = logging.getLogger("sglang_ext")
 _count = metrics.Counting(logger)
@@ -82,7 +79,7 @@ def new_turn(tools: Iterable[Any] | None, tool_choice: Any = None, *,
     enforces it only under a grammar; the turn does, by the rule
     ``parallel_calls_refused``); its log line names the response SGLang's serving code is
     building in this task (:mod:`sglang_ext.request_ids`)."""
-    request = Request(tools, tool_choice, pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS),
+    request = Request(tools, tool_choice, undeclared_calls_passed(),
                       tools_known=tools_known,
                       parallel_tool_calls=parallel_tool_calls,
                       recover_text_calls=text_calls.switched_on(os.environ, once))

@@ -46,12 +46,12 @@ import pkgutil
 from collections.abc import Callable
 from typing import Any
 
-from harmony_plugins import Guard, compat, guarded, pass_undeclared
+from harmony_plugins import Guard, compat, guarded
 from harmony_plugins.adapter_support import metrics
 
 from . import grammar, request_context
 from .hook_arguments import argument, positions
-from .names import NAME, metrics_enabled
+from .names import NAME, metrics_enabled, undeclared_calls_passed
 
 logger = logging.getLogger("sglang_ext")
 
@@ -60,7 +60,6 @@ PARSER = "sglang.srt.entrypoints.context.get_streamable_parser_for_assistant"
 APPEND = "sglang.srt.entrypoints.context.HarmonyContext.append_output"
 STREAM_APPEND = "sglang.srt.entrypoints.context.StreamingHarmonyContext.append_output"
 SAMPLING = "sglang.srt.entrypoints.openai.protocol.ResponsesRequest.to_sampling_params"
-FORWARD_UNKNOWN_TOOLS = "SGLANG_FORWARD_UNKNOWN_TOOLS"
 ABORTED = "abort"
 
 _count = metrics.Counting(logger)
@@ -85,7 +84,7 @@ def new_parser(request: Any) -> compat.StreamableParser:
         get_encoding(), Role.ASSISTANT, tools=list(getattr(request, "tools", None) or []),
         observer=(_count if metrics_enabled() else _report).for_request(
             getattr(request, "request_id", None)),
-        pass_undeclared=pass_undeclared(os.environ, FORWARD_UNKNOWN_TOOLS), generations=True)
+        pass_undeclared=undeclared_calls_passed(), generations=True)
 
 
 # -- the hooks -------------------------------------------------------------------------------
