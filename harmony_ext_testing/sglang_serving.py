@@ -212,12 +212,20 @@ class Served:
         return TokenizerManager(args, self.ports)  # in the loop: its asyncio parts belong there
 
     def close(self) -> None:
-        self.model.close()
-        for socket in (self.manager.recv_from_detokenizer, self.manager.send_to_scheduler):
+        close_sockets(self.model, self.manager, self.ports)
+
+
+def close_sockets(model: ScriptedModel | None, manager: Any, ports: Any) -> None:
+    """Close a manager's and its scripted model's sockets and remove the files PortArgs
+    named for them."""
+    if model is not None:
+        model.close()
+    if manager is not None:
+        for socket in (manager.recv_from_detokenizer, manager.send_to_scheduler):
             socket.close(linger=0)
-        for name, address in vars(self.ports).items():  # the files PortArgs named
-            if name.endswith("ipc_name") and str(address).startswith("ipc://"):
-                Path(address.removeprefix("ipc://")).unlink(missing_ok=True)
+    for name, address in vars(ports).items():
+        if name.endswith("ipc_name") and str(address).startswith("ipc://"):
+            Path(address.removeprefix("ipc://")).unlink(missing_ok=True)
 
 
 class ScriptedServer:
@@ -373,6 +381,62 @@ class ScriptedServer:
         for served in self._served.values():
             served.close()
         self._served.clear()
+
+
+def engine_generate(model_dir: Path, replies: Replies, *, tool_parser: str | None,
+                    reasoning_parser: str | None, **generate: Any) -> tuple[Any, list[Any]]:
+    """SGLang's offline ``Engine.generate`` (its own method, as an RL framework calls it) with
+    ``generate`` as its arguments, the model answering ``replies``; returns what it returned
+    and the generation requests the model got.
+
+    The ``Engine`` is made without its ``__init__``, which would start the scheduler and
+    detokenizer processes (a model): its server arguments, a real ``TokenizerManager`` and the
+    event loop ``generate`` runs are set as ``__init__`` sets them, the manager's sockets
+    answered by :class:`ScriptedModel`. It all runs in a thread of its own, whose event loop
+    ``generate`` drives (the manager installs signal handlers only in the main thread), and
+    is torn down after (tasks cancelled, sockets closed, their files removed)."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        from sglang.srt.entrypoints.engine import Engine
+        from sglang.srt.managers.tokenizer_manager import TokenizerManager
+        from sglang.srt.server_args import PortArgs, ServerArgs
+
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        args = ServerArgs(model_path=str(model_dir), tool_call_parser=tool_parser,
+                          reasoning_parser=reasoning_parser, device="cpu")
+        ScriptedServer.publish(args)
+        ports = PortArgs.init_new(args)
+        manager = model = None
+        try:
+            async def build() -> Any:
+                return TokenizerManager(args, ports)
+
+            manager = loop.run_until_complete(build())
+            model = ScriptedModel(ports)
+            engine = Engine.__new__(Engine)
+            engine.server_args, engine.tokenizer_manager, engine.loop = args, manager, loop
+            loop.create_task(model.serve(replies))
+            box["answer"] = engine.generate(**generate)
+            box["requests"] = list(model.requests)
+        except BaseException as e:  # raised again in the caller's thread
+            box["error"] = e
+        finally:
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            close_sockets(model, manager, ports)
+            loop.close()
+
+    thread = threading.Thread(target=run, name="sglang-engine", daemon=True)
+    thread.start()
+    thread.join(ScriptedServer.timeout_s)
+    assert not thread.is_alive(), "Engine.generate got no answer"
+    if "error" in box:
+        raise box["error"]
+    return box["answer"], box["requests"]
 
 
 _SHARED: dict[tuple[Path, tuple[Any, ...]], ScriptedServer] = {}

@@ -7,6 +7,8 @@ its ``/generate`` route and request model) over httpx's ASGI transport, served b
 ``TokenizerManager`` with the model scripted (:meth:`ScriptedServer.over_http`); the sampling
 parameters and ``require_reasoning`` the scheduler receives are then walked token by token
 through SGLang's ``GrammarManager`` and xgrammar (:mod:`harmony_ext_testing.sglang_grammar`).
+SGLang's offline ``Engine.generate`` (its own method, over a real ``TokenizerManager`` with the
+model scripted: :func:`harmony_ext_testing.sglang_serving.engine_generate`) gets the same.
 With ``--reasoning-parser harmony-ext`` the schema holds the final answer's body only (analysis,
 a preamble and the final header, in any spelling, stay free), whatever the request's
 ``require_reasoning``; a prompt that already opened the answer keeps SGLang's grammar. With
@@ -26,7 +28,7 @@ from typing import Any
 import pytest
 
 from harmony_ext_testing.sglang_grammar import Walk, grammar_walker
-from harmony_ext_testing.sglang_serving import shared_server, text_replies
+from harmony_ext_testing.sglang_serving import engine_generate, shared_server, text_replies
 
 HX = "harmony-ext"
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"},
@@ -74,7 +76,12 @@ def generate(gpt_oss_model_dir: Path, walks: dict[str, Walk]) -> Callable[..., S
 
 @pytest.mark.parametrize("require_reasoning", [False, True])
 def test_harmony_ext_holds_the_body_and_nothing_before_it(generate, require_reasoning) -> None:
-    walk = generate(HX, require_reasoning)
+    holds_the_body_and_nothing_before_it(generate(HX, require_reasoning))
+
+
+def holds_the_body_and_nothing_before_it(walk: Sent) -> None:
+    """The grammar of an answer alone: analysis, a preamble and the final header free (any
+    spelling), the body the schema's; a call, and bare JSON, refused."""
     for header in HEADERS:
         output = THINK + PREAMBLE + header + BODY
         assert walk(output) == (output, None)
@@ -86,6 +93,37 @@ def test_harmony_ext_holds_the_body_and_nothing_before_it(generate, require_reas
     assert walk(THINK + call) == (THINK + "<|channel|>commentary", " to")
     accepted, refused = walk(BODY)  # bare JSON is no Harmony message: its first token refused
     assert accepted == "" and refused and BODY.startswith(refused)
+
+
+@pytest.fixture(scope="module")
+def engine(gpt_oss_model_dir: Path, walks: dict[str, Walk]) -> Callable[..., Sent]:
+    """``engine(parser, require_reasoning)``: SGLang's offline ``Engine.generate`` with the
+    schema (:func:`engine_generate`: its own method over a real ``TokenizerManager``, the
+    model scripted); returns a walk of any output through the grammar the scheduler got."""
+
+    def run(parser: str, require_reasoning: bool) -> Sent:
+        answer, requests = engine_generate(
+            gpt_oss_model_dir, text_replies([BODY], None), tool_parser=parser,
+            reasoning_parser=parser, prompt=PROMPT, require_reasoning=require_reasoning,
+            sampling_params={"json_schema": json.dumps(SCHEMA), "max_new_tokens": 64})
+        assert answer["text"]  # what the scripted model wrote, as Engine.generate returns it
+        (sent,) = requests
+        return lambda output: walks[parser](sent.sampling_params, sent.require_reasoning, output)
+
+    return run
+
+
+@pytest.mark.parametrize("require_reasoning", [False, True])
+def test_engine_generate_gets_the_same_grammar(engine, require_reasoning) -> None:
+    """The offline engine's requests pass the same tokenizer-manager hook as ``/generate``'s
+    (README: ``Engine.generate``'s too); SGLang's own parser, the control, holds the schema
+    from the first token or the first ``<|end|>``, as on ``/generate``."""
+    holds_the_body_and_nothing_before_it(engine(HX, require_reasoning))
+    theirs = engine("gpt-oss", require_reasoning)
+    if require_reasoning:
+        assert theirs(THINK + HEADERS[0] + BODY) == (THINK.removesuffix(NEXT), "<|start|>")
+    else:
+        assert theirs(THINK + HEADERS[0] + BODY) == ("", "<|channel|>")
 
 
 def test_a_prompt_that_opened_the_answer_keeps_sglangs_grammar(generate) -> None:

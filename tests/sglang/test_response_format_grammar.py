@@ -98,3 +98,72 @@ def test_a_final_header_with_a_content_type_starts_the_grammar(walk) -> None:
             assert run(output) == (ANALYSIS, "<|start|>")
         assert run(header + "Paris.<|return|>") == (
             (header, "Paris") if parser == "harmony-ext" else (header + "Paris.<|return|>", None))
+
+
+@pytest.fixture(scope="module", params=["harmony-ext", "gpt-oss"])
+def object_walk(request: pytest.FixtureRequest, sglang_chat: Any, gpt_oss_model_dir: Path
+                ) -> Iterator[tuple[str, Walk, dict[str, Any]]]:
+    """The same with ``response_format`` ``json_object``: (the parser, its walk, what the chat
+    serving answered)."""
+    parser = request.param
+    answer = FINAL.removeprefix("<|start|>assistant") + '{"any": [1]}'
+    result = sglang_chat([answer], stream=False, tool_parser=parser, reasoning_parser=parser,
+                         response_format={"type": "json_object"})
+    sent = result.requests[0]
+    walk = grammar_walker(gpt_oss_model_dir, parser)
+    yield (parser, functools.partial(walk, sent.sampling_params, sent.require_reasoning),
+           result.body["choices"][0]["message"])
+
+
+def test_a_json_object_format_holds_any_object_as_the_body_and_nothing_before_it(
+        object_walk) -> None:
+    """README: ``json_object`` as ``json_schema``: harmony-ext's grammar leaves reasoning, a
+    preamble and the final header free and holds the body to a JSON object; SGLang's own (the
+    control) masks the final header after any ``<|end|>`` and leaves an answer written first
+    free."""
+    parser, run, message = object_walk
+    assert message["content"] == '{"any": [1]}'
+    body = '{"anything": [1, {"nested": true}]}<|return|>'
+    for before in (ANALYSIS, PREAMBLE, ANALYSIS + "<|start|>assistant" + PREAMBLE):
+        output = before + FINAL + body
+        if parser == "harmony-ext":
+            assert run(output) == (output, None)
+        else:
+            assert run(output) == (before.split("<|end|>")[0] + "<|end|>", "<|start|>")
+    not_an_object = ANALYSIS + FINAL + "Paris.<|return|>"
+    alone = "<|channel|>final<|message|>Paris.<|return|>"
+    if parser == "harmony-ext":
+        assert run(not_an_object) == (ANALYSIS + FINAL, "Paris")
+        assert run(alone) == ("<|channel|>final<|message|>", "Paris")
+        for header in ("<|channel|>final json<|message|>",
+                       "<|channel|>final <|constrain|>json<|message|>"):
+            assert run(header + body) == (header + body, None)
+    else:
+        assert run(not_an_object) == (ANALYSIS, "<|start|>")
+        assert run(alone) == (alone, None)
+
+
+
+REFUSED_FORMAT = "structured output (text.format) is not supported with gpt-oss models"
+"""SGLang's own answer (HTTP 400) to a Responses request with a JSON ``text.format`` on a
+gpt-oss model, SGLang 0.5.22 and 0.5.23 alike."""
+
+
+@pytest.mark.parametrize("text_format", [
+    {"type": "json_schema", "name": "weather", "schema": SCHEMA}, {"type": "json_object"}],
+    ids=["json_schema", "json_object"])
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_the_responses_api_refuses_a_json_text_format_whoever_parses(
+        gpt_oss_model_dir: Path, text_format: dict[str, Any], stream: bool) -> None:
+    """README's limit: SGLang's Responses API refuses a JSON ``text.format`` on gpt-oss before
+    anything is generated, with harmony-ext's parsers as with its own (no grammar of either
+    is ever built); the same request without the format (the control) is answered."""
+    from tests.sglang import responses_serving as rs
+
+    output = rs.ids_of(ANALYSIS + FINAL + GOOD)
+    for parser in ("harmony-ext", "gpt-oss"):
+        server = rs.ResponsesServer(gpt_oss_model_dir, parser, parser)
+        refused = server.run(output, stream=stream, text={"format": text_format})
+        assert (refused.error, refused.sampling) == (REFUSED_FORMAT, [])
+        answered = server.run(output, stream=stream)
+        assert (answered.error, answered.status) == (None, "completed")

@@ -219,3 +219,29 @@ def test_the_scheduler_is_told_the_grammar_covers_the_reasoning(sglang_chat: Run
         assert sent.require_reasoning is True
         assert params["__sglang_reasoning_in_grammar"] is True
         assert params["__sglang_reasoning_end_token_ids"] == [200005, 17196, 200008]
+
+
+def test_sglang_tool_strict_level_2_holds_every_function_s_arguments(
+        serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """README: every function's arguments held under ``SGLANG_TOOL_STRICT_LEVEL=2`` (SGLang's
+    ``parameter`` level, read per request as SGLang reads it). ``get_time`` is not strict: its
+    arguments pass unheld without the variable (the control), and are held to its schema
+    (``zone`` a string) with it; the strict function's are held either way."""
+    wrong = THINK + ('<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>'
+                     '{"zone":5}<|call|>')
+    held_at = (THINK + '<|channel|>commentary to=functions.get_time <|constrain|>json'
+               '<|message|>{"zone":', "5")
+    monkeypatch.delenv("SGLANG_TOOL_STRICT_LEVEL", raising=False)
+    _, loose = serve(THINK + CALL)
+    assert loose(wrong) == (wrong, None)
+    monkeypatch.setenv("SGLANG_TOOL_STRICT_LEVEL", "1")  # SGLang's function level: strict ones
+    _, function_level = serve(THINK + CALL)
+    assert function_level(wrong) == (wrong, None)
+    monkeypatch.setenv("SGLANG_TOOL_STRICT_LEVEL", "2")
+    body, held = serve(THINK + CALL)
+    assert message(body)["calls"] == [("get_weather", '{"city":"Paris"}')]
+    assert held(wrong) == held_at
+    assert held(THINK + TIME_CALL.replace('{"anything":[1,2]}', '{"zone":"CET"}')) == (
+        THINK + TIME_CALL.replace('{"anything":[1,2]}', '{"zone":"CET"}'), None)
+    assert held(THINK + CALL_HEAD + '{"town":"Paris"}<|call|>') == (
+        THINK + CALL_HEAD + '{"', "town")
