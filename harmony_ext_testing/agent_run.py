@@ -21,13 +21,27 @@ from pydantic import BaseModel
 from harmony_ext_testing.vllm_cases import MODEL
 
 THINK = "<|channel|>analysis<|message|>{}<|end|><|start|>assistant"
-TURNS = [  # what the model writes on each turn, by hand
-    THINK.format("I need the weather in Paris.")
-    + '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>'
-      '{"city":"Paris"}<|call|>',
-    THINK.format("The tool says 20 degrees.")
-    + '<|channel|>final<|message|>{"city":"Paris","temp":20}<|return|>',
-]
+ANSWER_HEADERS = {  # the final answer's header in the three spellings gpt-oss writes
+    "final": "<|channel|>final<|message|>",
+    "final json": "<|channel|>final json<|message|>",
+    "final <|constrain|>json": "<|channel|>final <|constrain|>json<|message|>",
+}
+
+
+def turns(answer: str = "final") -> list[str]:
+    """What the model writes on each turn, by hand: it reasons and calls the tool; then it
+    reasons and answers, the answer's header spelled ``answer`` (a key of
+    :data:`ANSWER_HEADERS`)."""
+    return [
+        THINK.format("I need the weather in Paris.")
+        + '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>'
+          '{"city":"Paris"}<|call|>',
+        THINK.format("The tool says 20 degrees.")
+        + ANSWER_HEADERS[answer] + '{"city":"Paris","temp":20}<|return|>',
+    ]
+
+
+TURNS = turns()
 
 
 class Weather(BaseModel):
@@ -37,10 +51,13 @@ class Weather(BaseModel):
     temp: int
 
 
-def run_agent(base_url: str, api: str) -> tuple[Any, list[str]]:
+def run_agent(base_url: str, api: str, *, strict: bool = True,
+              answer: str = "final") -> tuple[Any, list[str]]:
     """The agent run against ``base_url`` with the SDK's Chat Completions (``api`` "chat") or
-    Responses model; (the run's final output, the cities the tool was asked about). The
-    server's errors are raised as the SDK raises them."""
+    Responses model, its tool ``strict`` (the SDK's default) or not, the model's answer header
+    spelled ``answer``; (the run's final output, the cities the tool was asked about). The
+    server's errors are raised as the SDK raises them, with the cities asked so far as
+    ``asked`` on the exception."""
     from agents import (
         Agent,
         ModelSettings,
@@ -55,7 +72,7 @@ def run_agent(base_url: str, api: str) -> tuple[Any, list[str]]:
     set_tracing_disabled(True)  # no trace export: no network
     asked: list[str] = []
 
-    @function_tool
+    @function_tool(strict_mode=strict)
     def get_weather(city: str) -> str:
         """The weather in a city."""
         asked.append(city)
@@ -68,15 +85,21 @@ def run_agent(base_url: str, api: str) -> tuple[Any, list[str]]:
         tools=[get_weather], output_type=Weather,
         model=model_class(model=MODEL, openai_client=client),
         model_settings=ModelSettings(
-            extra_body={"vllm_xargs": {"script_texts_by_calls": json.dumps(TURNS)}}))
-    result = Runner.run_sync(agent, "What is the weather in Paris?")
+            extra_body={"vllm_xargs": {"script_texts_by_calls": json.dumps(turns(answer))}}))
+    try:
+        result = Runner.run_sync(agent, "What is the weather in Paris?")
+    except Exception as e:
+        e.asked = asked  # type: ignore[attr-defined]
+        raise
     return result.final_output, asked
 
 
-def outcome(base_url: str, api: str) -> str:
-    """What the run gave, in a line: the final output and the tool's calls, or the error."""
+def outcome(base_url: str, api: str, *, strict: bool = True, answer: str = "final") -> str:
+    """What the run gave, in a line: the final output and the tool's calls, or the error the
+    SDK raised and whether the tool had been called (so on which request it came)."""
     try:
-        final, asked = run_agent(base_url, api)
+        final, asked = run_agent(base_url, api, strict=strict, answer=answer)
     except Exception as e:  # what the SDK raised is the finding
-        return f"failed: {type(e).__name__}: {str(e)[:80]}"
+        where = "after the tool call" if getattr(e, "asked", None) else "before any tool call"
+        return f"failed {where}: {type(e).__name__}: {str(e)[:80]}"
     return f"final_output {final!r}; tool called for {asked}"

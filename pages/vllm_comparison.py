@@ -6,17 +6,20 @@ Starts two tiny CPU vLLM servers (``scripts/vllm_tiny_server.sh``, as the tests 
 ``--tool-call-parser harmony-ext --reasoning-parser harmony-ext``, one with vLLM's ``openai`` /
 ``openai_gptoss``; puts every case of ``harmony_ext_testing/vllm_cases.py`` through both, chat
 streamed and not, and the Responses API for the cases marked so, and runs the Agents SDK's agent
-of ``harmony_ext_testing/agent_run.py`` against both; records what each returns and writes the
-page. Nothing is judged here: ``tests/e2e_vllm/test_harmony_ext_server.py`` holds
-harmony-ext to the contract. The servers' logs go to a temporary folder (shown on a failed
-start); nothing but the page (``--out``) is written. About two server starts (a minute or two on
-2 cores) and a minute of requests.
+of ``harmony_ext_testing/agent_run.py`` against both (each SDK model, the tool strict or not,
+the answer's header in each spelling); records what each returns and writes the page. Nothing is
+judged here: ``tests/e2e_vllm/test_harmony_ext_server.py`` holds harmony-ext to the contract,
+``tests/e2e_vllm/test_vllm_builtin.py`` pins the built-in's results case by case, and nothing on
+the page depends on the run (no date, no timing), so ``tests/e2e_vllm/test_comparison_page.py``
+regenerates it over the tests' own servers and compares it with the committed page. The
+servers' logs go to a temporary folder (shown on a failed start); nothing but the page
+(``--out``) is written. About two server starts (a minute or two on 2 cores) and a minute or
+two of requests.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import sys
 import tempfile
@@ -42,6 +45,9 @@ from harmony_ext_testing.vllm_server import BUILTIN_ENV, STORE_ENV, tiny_vllm_se
 ROOT = Path(__file__).resolve().parents[1]
 COMMAND = "bash pages/run.sh vllm-comparison"
 ROW_KEYS = [f"chat:{c.id}" for c in CASES] + [f"responses:{c.id}" for c in RESPONSES_CASES]
+AGENT_KEYS = [f"agent:{api}:{strict}:{answer}" for api in ("chat", "responses")
+              for strict in ("strict", "not strict") for answer in agent_run.ANSWER_HEADERS]
+"""The agent's runs: the SDK's model, the tool's strictness, the answer header's spelling."""
 
 
 def record(ext_url: str, builtin_url: str) -> dict[str, dict[str, Any]]:
@@ -58,8 +64,10 @@ def record(ext_url: str, builtin_url: str) -> dict[str, dict[str, Any]]:
             results.setdefault(f"responses:{case.id}", {})[server] = {
                 "nonstream": responses_as_chat(run_responses(client, case, stream=False).outcome),
                 "stream": responses_as_chat(run_responses(client, case, stream=True).outcome)}
-        for api in ("chat", "responses"):  # the agent's run, recorded as one line
-            results.setdefault(f"agent:{api}", {})[server] = agent_run.outcome(url, api)
+        for key in AGENT_KEYS:  # the agent's runs, each recorded as one line
+            api, strict, answer = key.split(":", 3)[1:]
+            results.setdefault(key, {})[server] = agent_run.outcome(
+                url, api, strict=strict == "strict", answer=answer)
         print(f"{server}: {len(CASES)} chat and {len(RESPONSES_CASES)} Responses cases and the "
               "agent recorded", file=sys.stderr)
     return results
@@ -67,11 +75,10 @@ def record(ext_url: str, builtin_url: str) -> dict[str, dict[str, Any]]:
 
 def comparison_doc(version: str, results: dict[str, dict[str, Any]]) -> str:
     """The markdown page, from what :func:`record` returned."""
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         "# harmony-ext vs vLLM's built-in gpt-oss parsing",
         "",
-        f"Generated on {now} against vLLM {version} (CPU build, tiny random gpt-oss model",
+        f"Generated against vLLM {version} (CPU build, tiny random gpt-oss model",
         "with scripted output). Do not edit by hand; regenerate with",
         "",
         "```bash",
@@ -85,7 +92,10 @@ def comparison_doc(version: str, results: dict[str, dict[str, Any]]) -> str:
         "openai_gptoss`, each streamed and not; a cell shows both when they disagree. The",
         "verdict says how the built-in result differs from harmony-ext's (which the tests,",
         "`tests/e2e_vllm/test_harmony_ext_server.py`, hold to `docs/contract.md`). Case",
-        "definitions: `harmony_ext_testing/vllm_cases.py`.",
+        "definitions: `harmony_ext_testing/vllm_cases.py`. The built-in column is pinned case",
+        "by case, on every vLLM tier, by `tests/e2e_vllm/test_vllm_builtin.py`, and",
+        "`tests/e2e_vllm/test_comparison_page.py` regenerates this page and compares it with",
+        "this file.",
         "",
         "| case | harmony-ext result | vLLM built-in result | verdict |",
         "|---|---|---|---|",
@@ -108,11 +118,18 @@ def comparison_doc(version: str, results: dict[str, dict[str, Any]]) -> str:
               "with `Runner.run_sync` against each server, the model scripted per turn",
               "(`harmony_ext_testing/agent_run.py`): it reasons and calls the tool, the SDK",
               "sends the result back, the model answers in the schema. The SDK sends the tool",
-              "and the output schema together on every call.", "",
-              "| SDK model | harmony-ext | vLLM built-in |", "|---|---|---|"]
-    for api, label in (("chat", "Chat Completions"), ("responses", "Responses")):
-        row = results["agent:" + api]
-        lines.append(f"| {label} | {row['ext']} | {row['builtin']} |")
+              "and the output schema together on every call; its tools are `strict` unless",
+              "made otherwise (`function_tool(strict_mode=False)`). The model writes the",
+              "answer's header in each of the three spellings gpt-oss uses.", "",
+              "| SDK model | tool | answer header | harmony-ext | vLLM built-in |",
+              "|---|---|---|---|---|"]
+    labels = {"chat": "Chat Completions", "responses": "Responses"}
+    for key in AGENT_KEYS:
+        api, strict, answer = key.split(":", 3)[1:]
+        row = results[key]
+        header = agent_run.ANSWER_HEADERS[answer].replace("|", "\\|")
+        lines.append(f"| {labels[api]} | {strict} | `{header}` | {_cell(row['ext'])} | "
+                     f"{_cell(row['builtin'])} |")
     lines += ["", "## Model outputs", ""]
     for case in CASES:
         options = {**case.request, **case.extra_body}
@@ -121,6 +138,10 @@ def comparison_doc(version: str, results: dict[str, dict[str, Any]]) -> str:
         extra = f" (request: `{json.dumps(options)}`)" if options else ""
         lines.append(f"- `{case.id}`{extra}: `{case.script}`")
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             version = server_version(ext)
             results = record(ext, builtin)
     text = comparison_doc(version, results)
-    assert text.count("\n| ") == len(ROW_KEYS) + 1 + 3, "one row per case, two for the agent"
+    assert text.count("\n| ") == len(ROW_KEYS) + len(AGENT_KEYS) + 2, "a row per case and run"
     args.out.write_text(text)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0

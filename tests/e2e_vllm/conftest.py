@@ -82,3 +82,15 @@ def openai_client(vllm_server: str) -> Any:
     """An ``openai.OpenAI`` client bound to the shared server."""
     openai = pytest.importorskip("openai", reason="run with .venv-vllm/bin/pytest")
     return openai.OpenAI(base_url=f"{vllm_server}/v1", api_key="unused", max_retries=0)
+
+
+@pytest.fixture(scope="session")
+def comparison(vllm_server: str, builtin_server: str) -> dict[str, dict[str, Any]]:
+    """Every case of docs/vllm-comparison.md and the agent's runs, through the two servers, as
+    the page's generator records them (``pages/vllm_comparison.py``'s ``record``): row key ->
+    ``ext`` / ``builtin`` -> the outcome. Recorded once per session: the page's test compares
+    the page it makes with the committed one, the built-in's test pins each row, the agent's
+    test each run."""
+    from pages.vllm_comparison import record
+
+    return record(vllm_server, builtin_server)

@@ -443,6 +443,29 @@ def test_parallel_tool_calls_false_surfaces_the_first_call(vllm_server: str,
                      ("harmony_ext_recoveries_total", (("rule", "parallel_calls_refused"),)): 1}
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_parallel_tool_calls_false_a_second_call_after_end_ends_the_request(
+        vllm_server: str, stream: bool) -> None:
+    """README: on vLLM the engine adds a grammar of its own for ``parallel_tool_calls: false``
+    (harmony-ext keeps it), which refuses a second call after one closed by <|end|> while it is
+    generated: vLLM then ends the request with an error (HTTP 500; an error in the stream).
+    Without the field (the control) both calls come out."""
+    script = ids_of(CALL_ENDED + SECOND_CALL)
+    tools = ("get_weather", "get_time")
+    both = chat(vllm_server, script, stream=stream, tools=tools)
+    assert (both.calls, both.finish_reason) == (
+        [["get_weather", PARIS], ["get_time", '{"tz":"CET"}']], "tool_calls")
+    with pytest.raises(openai.APIError) as ended:
+        chat(vllm_server, script, stream=stream, tools=tools,
+             request={"parallel_tool_calls": False})
+    assert SECOND_CALL_ERROR[stream] == (type(ended.value).__name__, str(ended.value))
+
+
+SECOND_CALL_ERROR = {False: ("InternalServerError", "Error code: 500 - Internal server error"),
+                     True: ("APIError", "Internal server error")}
+"""What the client raises when vLLM ends such a request: whole, and streamed."""
+
+
 # -- calls written as text -------------------------------------------------------------------
 
 # The hand-written cases of tests/test_text_calls.py: (id, output, tools, tool_choice, ...).

@@ -78,3 +78,41 @@ def test_on_the_responses_api_the_line_names_the_response(openai_client: Any,
     while not lines_naming(vllm_server_log, response.id) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert lines_naming(vllm_server_log, response.id) == [LINE.format(response.id)]
+
+
+def wait_for_line(log: Path, request_id: str) -> list[str]:
+    deadline = time.monotonic() + 15
+    while not lines_naming(log, request_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return lines_naming(log, request_id)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_an_x_request_id_header_names_the_response_not_its_log_line(
+        openai_client: Any, vllm_server_log: Path, stream: bool) -> None:
+    """README: on vLLM a client's ``X-Request-Id`` header takes the place of the body's
+    ``request_id`` in the response's id, and the parser is not shown the header: the line
+    names the body's ``request_id``; sending the same value as ``request_id`` too makes the
+    line name the response's id."""
+    import uuid
+
+    header, body = f"hdr-{uuid.uuid4().hex}", f"body-{uuid.uuid4().hex}"
+
+    def ask_with(request_id: str | None) -> str:
+        extra: dict[str, Any] = {"vllm_xargs": {"script_text": FORGED}}
+        if request_id is not None:
+            extra["request_id"] = request_id
+        response = openai_client.chat.completions.create(
+            model=MODEL, messages=MESSAGES, tools=[WEATHER], stream=stream, extra_body=extra,
+            extra_headers={"X-Request-Id": header})
+        ids = {response.id} if not stream else {chunk.id for chunk in response}
+        assert len(ids) == 1
+        return ids.pop()
+
+    assert ask_with(body) == f"chatcmpl-{header}"
+    assert wait_for_line(vllm_server_log, f"chatcmpl-{body}") == [
+        LINE.format(f"chatcmpl-{body}")]
+    assert lines_naming(vllm_server_log, f"chatcmpl-{header}") == []
+    assert ask_with(header) == f"chatcmpl-{header}"  # the advice: the same value in both
+    assert wait_for_line(vllm_server_log, f"chatcmpl-{header}") == [
+        LINE.format(f"chatcmpl-{header}")]

@@ -27,6 +27,10 @@ What is checked, against values written here by hand:
   replaces) masked the plain final header and every call: both are answered here.
 - **Responses API** (``text.format`` json_schema): a reasoning item and a message item with
   the JSON text, streamed (deltas and the final response) equal to not.
+- **``json_object``** (chat ``response_format`` and Responses ``text.format``): the same
+  grammar with any JSON object as the body: each final-header spelling (vLLM's own grammar,
+  on the built-in server, masks the plain one), a call where a tool is declared, a body that is
+  no object refused (the same script without the format comes out as written).
 
 Run: ``.venv-vllm/bin/python -m pytest tests/e2e_vllm/test_response_format_server.py``.
 """
@@ -151,11 +155,12 @@ def test_chat_grammar_refuses_what_the_schema_forbids(client: Any, case: Case,
 
 # ------------------------------------------------------------------------- Responses API
 
-def respond(client: Any, script: str, *, stream: bool) -> dict[str, Any]:
-    """One Responses request with the schema as ``text.format``: its status, its output items
-    (id-free) and, streamed, each item's deltas joined."""
+def respond(client: Any, script: str, *, stream: bool,
+            text: dict[str, Any] = TEXT_FORMAT) -> dict[str, Any]:
+    """One Responses request with ``text`` (the schema as ``text.format``): its status, its
+    output items (id-free) and, streamed, each item's deltas joined."""
     response = client.responses.create(
-        model=MODEL, input="What is the weather in Paris, as JSON?", text=TEXT_FORMAT,
+        model=MODEL, input="What is the weather in Paris, as JSON?", text=text,
         stream=stream, extra_body={"vllm_xargs": {"script_text": script}})
     if not stream:
         return {"status": response.status, "items": [item_view(i) for i in response.output]}
@@ -181,3 +186,83 @@ def test_responses_json_schema(client: Any) -> None:
     assert whole == {"status": "completed", "items": items}
     assert json.loads(whole["items"][1][1]) == OBJECT
     assert streamed == {**whole, "deltas": items}
+
+
+
+# ------------------------------------------------------------------- response_format json_object
+
+JSON_OBJECT = {"response_format": {"type": "json_object"}}
+ANY = '{"any":[1]}'
+"""A JSON object of no schema's: what ``json_object`` asks for and nothing more."""
+
+OBJECT_CASES = [
+    (Case("object_plain", "json_object, the final header written plainly",
+          f"{ANALYSIS}<|channel|>final<|message|>{ANY}<|return|>", request=JSON_OBJECT),
+     expected(REASONING, ANY)),
+    (Case("object_json", "json_object, `final json`",
+          f"{ANALYSIS}<|channel|>final json<|message|>{ANY}<|return|>", request=JSON_OBJECT),
+     expected(REASONING, ANY)),
+    (Case("object_constrain", "json_object, `final <|constrain|>json`",
+          f"{ANALYSIS}{FINAL_JSON}{ANY}<|return|>", request=JSON_OBJECT),
+     expected(REASONING, ANY)),
+    (Case("object_tools_call", "json_object and a tool: a call",
+          f"{ANALYSIS}{CALL_W}{PARIS}<|call|>", tools=("get_weather",), request=JSON_OBJECT),
+     expected(REASONING, None, (("get_weather", PARIS),), "tool_calls")),
+]
+
+
+@pytest.mark.parametrize(("case", "want"), OBJECT_CASES, ids=[c.id for c, _ in OBJECT_CASES])
+def test_chat_json_object(client: Any, case: Case, want: dict[str, Any]) -> None:
+    """README: a JSON object format gets harmony-ext's grammar too: the final header in any
+    spelling, any JSON object as the body, a call where a tool is declared; streamed equal to
+    not."""
+    whole = run_chat(client, case, stream=False)
+    streamed = run_chat(client, case, stream=True)
+    assert whole.outcome == want
+    assert streamed.outcome == whole.outcome and streamed.problems == []
+
+
+def test_chat_json_object_refuses_an_answer_that_is_no_object(client: Any) -> None:
+    """The grammar is in force: a body that is no JSON object ends the request, whole and
+    streamed; without the format (the control) it comes out as written."""
+    script = f"{ANALYSIS}{FINAL_JSON}Paris.<|return|>"
+    held = Case("object_refused", "json_object, a body that is no object", script,
+                request=JSON_OBJECT)
+    assert run_chat(client, held, stream=False).outcome == {"error": "HTTP 500"}
+    assert run_chat(client, held, stream=True).outcome == {
+        "error": "stream error (APIError: Internal server error)"}
+    free = Case("object_free", "the same without the format", script)
+    assert run_chat(client, free, stream=False).outcome == expected(REASONING, "Paris.")
+
+
+def test_vllm_s_own_grammar_for_json_object_is_not_harmony_ext_s(builtin_server: str) -> None:
+    """The control for the two tests above: vLLM's built-in parsers keep vLLM's own grammar
+    for a JSON object format, which masks the final header written plainly (the request
+    ends) and admits the header naming JSON."""
+    from harmony_ext_testing.vllm_round_trips import client_for
+
+    builtin = client_for(builtin_server)
+    plain, constrain = OBJECT_CASES[0][0], OBJECT_CASES[2][0]
+    assert run_chat(builtin, plain, stream=False).outcome == {"error": "HTTP 500"}
+    assert run_chat(builtin, constrain, stream=False).outcome == expected(REASONING, ANY)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_responses_json_object(client: Any, stream: bool) -> None:
+    """The Responses API's ``text.format`` json_object: a reasoning item and the message, the
+    final header written plainly (vLLM's own grammar masks it: the request ends)."""
+    items = [["reasoning", REASONING], ["message", ANY]]
+    script = f"{ANALYSIS}<|channel|>final<|message|>{ANY}<|return|>"
+    got = respond(client, script, stream=stream, text={"format": {"type": "json_object"}})
+    assert got == {"status": "completed", "items": items, **({"deltas": items} if stream else {})}
+
+
+def test_responses_json_object_refuses_an_answer_that_is_no_object(client: Any) -> None:
+    script = f"{ANALYSIS}{FINAL_JSON}Paris.<|return|>"
+    text = {"format": {"type": "json_object"}}
+    with pytest.raises(openai.InternalServerError):
+        respond(client, script, stream=False, text=text)
+    with pytest.raises(openai.APIConnectionError):
+        respond(client, script, stream=True, text=text)
+    assert respond(client, script, stream=False, text={"format": {"type": "text"}}) == {
+        "status": "completed", "items": [["reasoning", REASONING], ["message", "Paris."]]}

@@ -6,10 +6,13 @@ harmony-ext's ``adjust_request`` gives such a request one grammar
 (:func:`harmony_plugins.answer_or_call`): free analysis messages and preambles, then either a
 call to a declared function (its arguments held to its schema where the function is
 ``strict``) or the final answer whose body the schema holds. vLLM's own tag for the same
-request refuses every call. On the shared harmony-ext server, scripted (the scripted model writes
-exactly its script, so a script the grammar forbids ends the request: HTTP 500, or an error in
-the stream, as the CPU engine reports it, while the same script without the response format
-comes out as written), each answered as written, whole and streamed, chat and Responses:
+request refuses every call to a function that is not strict, and where the functions are
+strict it admits the call but masks the answer's header unless it is written
+``<|channel|>final <|constrain|>json<|message|>`` (what fails where, with an agent:
+``test_agents_sdk_server.py``). On the shared harmony-ext server, scripted (the scripted model
+writes exactly its script, so a script the grammar forbids ends the request: HTTP 500, or an
+error in the stream, as the CPU engine reports it, while the same script without the response
+format comes out as written), each answered as written, whole and streamed, chat and Responses:
 
 - reasoning, a preamble, then a call to a declared function: the call, ``tool_calls``;
 - reasoning, then a final answer the schema accepts: the JSON content;

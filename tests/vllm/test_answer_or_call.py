@@ -93,6 +93,35 @@ def test_a_schema_alone_and_tool_choice_none_allow_the_answer_only(tokenizer):
             "<|channel|>final <|constrain|>json<|message|>"]
 
 
+OBJECT = {"type": "json_object"}
+
+
+@pytest.mark.parametrize("tools", [None, [tool("get_weather")]], ids=["no_tools", "a_tool"])
+def test_a_json_object_format_gets_it_too(tokenizer, tools):
+    """README: JSON schema or JSON object. vLLM's own parsers (the control) keep vLLM's
+    adjustments for it: its own format, no tag of ours."""
+    adjusted = parser(tokenizer).adjust_request(chat(tools=tools, response_format=OBJECT))
+    tag = tag_of(adjusted)
+    assert ours(tag) and adjusted.response_format is None
+    answers = tag["format"]["elements"][1]["elements"][-3:]
+    assert [a["begin"] for a in answers] == [
+        "<|channel|>final<|message|>", "<|channel|>final json<|message|>",
+        "<|channel|>final <|constrain|>json<|message|>"]
+    assert {json.dumps(a["content"]["json_schema"]) for a in answers} == {'{"type": "object"}'}
+    own = ParserManager.get_parser(
+        tool_parser_name="openai", reasoning_parser_name="openai_gptoss",
+        enable_auto_tools=True, model_name="tiny", is_harmony=True, tokenizer=tokenizer)
+    kept = own(tokenizer, None, model_config=None).adjust_request(
+        chat(tools=tools, response_format=OBJECT))
+    assert not ours(tag_of(kept))
+
+
+def test_the_responses_api_s_json_object_text_format(tokenizer):
+    request = ResponsesRequest(model="tiny", input="hi", text={"format": OBJECT})
+    adjusted = parser(tokenizer).adjust_request(request)
+    assert ours(tag_of(adjusted)) and adjusted.text is None
+
+
 def test_the_responses_api_s_text_format(tokenizer):
     request = ResponsesRequest(model="tiny", input="hi", tools=[
         {"type": "function", "name": "get_weather", "parameters": WEATHER}],
@@ -179,6 +208,10 @@ ADMITTED = [
     ("the answer closed by <|end|>", auto(), f"<|channel|>final<|message|>{BODY}<|end|>"),
     ("tool_choice none: the answer", auto(tool_choice="none"),
      f"{ANALYSIS}<|channel|>final<|message|>{BODY}<|return|>"),
+    ("json_object: any object, after a preamble", chat(response_format=OBJECT),
+     f'{ANALYSIS}{PREAMBLE}<|channel|>final <|constrain|>json<|message|>{{"any": [1]}}<|end|>'),
+    ("json_object and a tool: a call", chat(tools=[tool("get_weather")], response_format=OBJECT),
+     f'{ANALYSIS}{CALL}{{"city":"Paris"}}<|call|>'),
 ]
 REFUSED = [  # (what, request, text, the text up to the first id refused)
     ("a call to an undeclared function", auto(),
@@ -193,6 +226,9 @@ REFUSED = [  # (what, request, text, the text up to the first id refused)
     ("a second message after the call", auto(),
      f'{CALL}{{"city":"Paris"}}<|end|><|start|>', f'{CALL}{{"city":"Paris"}}<|end|><|start|>'),
     ("text outside any message", auto(), "Sure! The answer.", "Sure"),
+    ("json_object: an answer that is no object", chat(response_format=OBJECT),
+     f"{ANALYSIS}<|channel|>final<|message|>Paris.<|return|>",
+     f"{ANALYSIS}<|channel|>final<|message|>Paris"),
 ]
 
 
