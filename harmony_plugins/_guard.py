@@ -130,6 +130,8 @@ class Guard:
         """Whether the turn is over at this id (the state moves on)."""
         if token >= _FIRST_SPECIAL:
             return self._special(token)
+        if token < 0:  # no id of the vocabulary (an engine's placeholder): skipped, as the
+            return False  # parse skips it (contract section 6)
         state = self.state
         if state == ROLE and token in _ROLE:
             return True

@@ -17,7 +17,6 @@ from harmony_ext_testing import fuzzed_outputs as fz
 from harmony_plugins import Guard, Request, Turn, Vocab, guard_for, guarded, turn_stop
 from harmony_plugins import _header as header_module
 from harmony_plugins import harmony as hm
-from harmony_plugins._guard import FORGING, IDLE, NAMESPACE, ROLE, TEXT, WORD
 from harmony_plugins.data import o200k_starts_xz
 from harmony_plugins.vocab import starts
 from harmony_plugins.vocab.o200k import tiktoken_encoding
@@ -102,60 +101,146 @@ def test_the_starts_of_known_tokens():
         assert table[token_id] == kind, text
 
 
-# -- every state and transition ----------------------------------------------------------------
+# -- every state and transition, from the contract ------------------------------------------------
+#
+# Where a generation stands, as far as a forged turn goes, written as generations that lead
+# there (contract sections 1, 2 and 10), and where each kind of token leads from each: the turn
+# is over at it (a forged turn, or a stop id), or the generation stands where another of these
+# generations stands. "Stands where X stands" is checked by behaviour, not by the guard's
+# inner state: every continuation of one or two tokens ends the turn at the same place after
+# either. The test below checks that these places are every state the guard has, so the table
+# stays exhaustive.
+
+BODY = "<|channel|>final<|message|>Hi"
+"""Inside a body: a role's word here is text."""
+AFTER_START = BODY + "<|end|><|start|>"
+"""After ``<|start|>``: the role comes next (section 2, form 1: the turn ends at it)."""
+AFTER_END = BODY + "<|end|>"
+"""After ``<|end|>``: a header may begin without ``<|start|>``, its role written as text."""
+ROLE_WORD = AFTER_END + "user"
+"""Another role's word as text, maybe not whole yet (``users`` is no role)."""
+NAMESPACE_WORD = AFTER_END + "functions"
+"""A tool namespace's word as text: a role once ``.NAME`` follows (``functions.get_weather``)."""
+ROLE_SECTION = AFTER_END + "functions.get_weather to=assistant"
+"""A header's role section whose first word is another role's (section 2, form 2): the turn
+ends at the header marker that follows."""
+PLACES = [BODY, AFTER_START, AFTER_END, ROLE_WORD, NAMESPACE_WORD, ROLE_SECTION]
+FORGED_HERE, OVER_HERE = "forged turn", "turn over"
+"""The turn ends at the token: at a forged turn (section 2), at a stop id (sections 1, 10)."""
 
 START, END, CHANNEL, CONSTRAIN, MESSAGE = (ids(t)[0] for t in (
     "<|start|>", "<|end|>", "<|channel|>", "<|constrain|>", "<|message|>"))
-RETURN, CALL, END_OF_TEXT, RESERVED = (ids(t)[0] for t in (
-    "<|return|>", "<|call|>", "<|endoftext|>", "<|reserved_200013|>"))
-USER, SPACED_USER, FUNCTIONS, PYTHON_TITLE = (ids(t)[0] for t in (
-    "user", " user", "functions", "Python"))
+RETURN, CALL, END_OF_TEXT = (ids(t)[0] for t in ("<|return|>", "<|call|>", "<|endoftext|>"))
+START_OF_TEXT, END_OF_PROMPT, RESERVED = (ids(t)[0] for t in (
+    "<|startoftext|>", "<|endofprompt|>", "<|reserved_200013|>"))
+USER, SPACED_USER, TITLE_USER, FUNCTIONS, PYTHON_TITLE = (ids(t)[0] for t in (
+    "user", " user", "User", "functions", "Python"))
 SPACE, SPACED, DOT, OTHER = (ids(t)[0] for t in ("\n\n", " to", ".get", "assistant"))
-
-# (token, where it leads from each state, in the order IDLE, ROLE, TEXT, WORD, NAMESPACE,
-# FORGING): a state, or STOP where the turn is over at that token. By hand, from the module's
-# rules: <|start|> opens a role, <|end|> opens text that may be a role, a header marker makes a
-# role written as text a header, the stop ids end the turn, ignored tokens change nothing.
-STOP = "stop"
-TRANSITIONS = [
-    (START, [ROLE, ROLE, ROLE, ROLE, ROLE, ROLE]),
-    (END, [TEXT, TEXT, TEXT, TEXT, TEXT, TEXT]),
-    (CHANNEL, [IDLE, IDLE, IDLE, STOP, IDLE, STOP]),
-    (CONSTRAIN, [IDLE, IDLE, IDLE, STOP, IDLE, STOP]),
-    (MESSAGE, [IDLE, IDLE, IDLE, STOP, IDLE, STOP]),
-    (RETURN, [STOP] * 6),
-    (CALL, [STOP] * 6),
-    (END_OF_TEXT, [STOP] * 6),
-    (RESERVED, [IDLE, ROLE, TEXT, WORD, NAMESPACE, FORGING]),
-    (hm.VOCAB_SIZE + 5, [IDLE, ROLE, TEXT, WORD, NAMESPACE, FORGING]),  # out of the vocabulary
-    (USER, [IDLE, STOP, WORD, IDLE, IDLE, FORGING]),
-    (SPACED_USER, [IDLE, STOP, WORD, FORGING, IDLE, FORGING]),
-    (FUNCTIONS, [IDLE, STOP, NAMESPACE, IDLE, IDLE, FORGING]),
-    (PYTHON_TITLE, [IDLE, STOP, IDLE, IDLE, IDLE, FORGING]),  # python, but not as text: Python
-    (SPACE, [IDLE, ROLE, TEXT, FORGING, IDLE, FORGING]),
-    (SPACED, [IDLE, IDLE, IDLE, FORGING, IDLE, FORGING]),
-    (DOT, [IDLE, IDLE, IDLE, IDLE, FORGING, FORGING]),
-    (OTHER, [IDLE, IDLE, IDLE, IDLE, IDLE, FORGING]),
-    (-1, [IDLE, IDLE, IDLE, IDLE, IDLE, FORGING]),  # an engine's placeholder: no class
+PAST_THE_VOCABULARY, NEGATIVE = hm.VOCAB_SIZE + 5, -1
+SKIPPED = list(PLACES)  # a skipped token: the generation stands where it stood
+# (token, where it leads from BODY, AFTER_START, AFTER_END, ROLE_WORD, NAMESPACE_WORD,
+# ROLE_SECTION), each row by hand from the contract.
+TABLE = [
+    # <|start|> opens a message whose role comes next, wherever it comes (a role section
+    # without a header marker is prose that ended: no turn, section 2).
+    (START, [AFTER_START] * 6),
+    # <|end|> closes a message; what follows may be a header that names its role as text.
+    (END, [AFTER_END] * 6),
+    # A header marker: after another role's whole word as text, the text became a header
+    # (form 2); elsewhere it is the assistant's header, or markup in it.
+    *((marker, [BODY, BODY, BODY, FORGED_HERE, BODY, FORGED_HERE])
+      for marker in (CHANNEL, CONSTRAIN, MESSAGE)),
+    # The stop ids and the end of text end the turn (sections 1 and 10).
+    *((stop, [OVER_HERE] * 6) for stop in (RETURN, CALL, END_OF_TEXT)),
+    # Skipped: the tokens that mean nothing (section 1) and ids outside the vocabulary
+    # (section 6): the text on either side goes on where it was going.
+    *((token, SKIPPED) for token in (START_OF_TEXT, END_OF_PROMPT, RESERVED,
+                                     PAST_THE_VOCABULARY, NEGATIVE)),
+    # Another role's word: after <|start|> the turn ends at it (whitespace may come before
+    # it); after <|end|> it is that role's word as text, in any case ("User asks.<|channel|>"
+    # is forged, section 2); glued to a word it is part of that word; after a space that ended
+    # a role's word it is more of that role section.
+    (USER, [BODY, FORGED_HERE, ROLE_WORD, BODY, BODY, ROLE_SECTION]),
+    (TITLE_USER, [BODY, FORGED_HERE, ROLE_WORD, BODY, BODY, ROLE_SECTION]),
+    (SPACED_USER, [BODY, FORGED_HERE, ROLE_WORD, ROLE_SECTION, BODY, ROLE_SECTION]),
+    # A tool's namespace: a role after <|start|> (a tool's answer), its word after <|end|>.
+    (FUNCTIONS, [BODY, FORGED_HERE, NAMESPACE_WORD, BODY, BODY, ROLE_SECTION]),
+    # A role's word after <|start|>; as text, "python" is a tool's name, written exactly so.
+    (PYTHON_TITLE, [BODY, FORGED_HERE, BODY, BODY, BODY, ROLE_SECTION]),
+    # Whitespace: before a role it changes nothing; after a role's word it ends the word, and
+    # the role section goes on; after a namespace's word, that word named no tool.
+    (SPACE, [BODY, AFTER_START, AFTER_END, ROLE_SECTION, BODY, ROLE_SECTION]),
+    # A word after a space: ends a role's word as whitespace does; no role where a role comes
+    # (a recipient before the role is one of section 2's exceptions, left to the parse).
+    (SPACED, [BODY, BODY, BODY, ROLE_SECTION, BODY, ROLE_SECTION]),
+    # A full stop: after a namespace's word, a tool's name (functions.get...): a role.
+    (DOT, [BODY, BODY, BODY, BODY, ROLE_SECTION, ROLE_SECTION]),
+    # Any other word: the assistant's own role, or more of a word that is then no role's.
+    (OTHER, [BODY, BODY, BODY, BODY, BODY, ROLE_SECTION]),
 ]
-STATES = [IDLE, ROLE, TEXT, WORD, NAMESPACE, FORGING]
+TOKENS = [token for token, _ in TABLE]
 
 
-@pytest.mark.parametrize("token, leads", TRANSITIONS)
-@pytest.mark.parametrize("column", range(len(STATES)))
-def test_every_state_and_transition(token, leads, column):
+def ends_at(generation: list[int]) -> tuple[int | None, bool]:
+    """Where a fresh guard ends the turn in a generation (the index), and whether forged."""
     guard = Guard()
-    guard.state = STATES[column]
-    stopped = guard.step(token)
-    if leads[column] == STOP:
-        assert stopped and guard.ended == 0
+    return stop_of(generation, guard), guard.forged
+
+
+def behaviour(generation: list[int]) -> list[tuple[int | None, bool]]:
+    """Where the turn ends after ``generation`` on each continuation of one and of two tokens
+    of the table (the index counted from the continuation's start)."""
+    out = []
+    for first in TOKENS:
+        for rest in ([], *([second] for second in TOKENS)):
+            at, forged = ends_at(generation + [first, *rest])
+            out.append((None if at is None else at - len(generation), forged))
+    return out
+
+
+@pytest.fixture(scope="module")
+def behaviours() -> dict[str, list[tuple[int | None, bool]]]:
+    return {place: behaviour(ids(place)) for place in PLACES}
+
+
+@pytest.mark.parametrize("token, leads", TABLE, ids=[str(t) for t, _ in TABLE])
+@pytest.mark.parametrize("column", range(len(PLACES)))
+def test_every_state_and_transition(behaviours, token, leads, column):
+    generation = ids(PLACES[column]) + [token]
+    at, forged = ends_at(generation)
+    if leads[column] in (FORGED_HERE, OVER_HERE):
+        assert (at, forged) == (len(generation) - 1, leads[column] == FORGED_HERE)
     else:
-        assert not stopped and guard.ended is None
-        assert guard.state == leads[column]
+        assert at is None
+        assert behaviour(generation) == behaviours[leads[column]]
+
+
+def test_the_places_are_every_state_and_the_tokens_every_kind():
+    """The table is exhaustive: its places reach every state the guard has, and are told
+    apart by their behaviour; its tokens are every kind of special token and each class of an
+    ordinary token's start, role words as text and not."""
+    from harmony_plugins import _guard
+
+    reached = set()
+    for place in PLACES:
+        guard = Guard()
+        assert guard.feed(ids(place)) is None, place
+        reached.add(guard.state)
+    assert reached == {_guard.IDLE, _guard.ROLE, _guard.TEXT, _guard.WORD, _guard.NAMESPACE,
+                       _guard.FORGING}
+    assert len({tuple(behaviour(ids(place))) for place in PLACES}) == len(PLACES)
+    assert {t.id for t in hm.CONTROL_TOKENS} <= set(TOKENS)
+    ordinary = [t for t in TOKENS if 0 <= t < hm.FIRST_SPECIAL_ID]
+    assert {starts.shipped()[t] for t in ordinary} == {starts.OTHER, starts.SPACE,
+                                                        starts.SPACED, starts.DOT}
+    role_tokens = dict(hm.ROLE_TOKENS)
+    assert {"user", " user", "User", "functions", "Python"} <= set(role_tokens)
 
 
 def test_the_output_begins_where_a_role_may_come_as_text():
-    assert Guard().state == TEXT
+    """Section 2: at the output's start the first header's role may come as text, as after an
+    <|end|>."""
+    assert behaviour([]) == behaviour(ids(AFTER_END))
 
 
 # -- the forms of contract section 2, split at every point ---------------------------------------
