@@ -1,25 +1,32 @@
-"""Mutation testing of the core: does the suite notice a small change to the code?
+"""Mutation testing of the core: does the core tier notice a small change to the code?
 
-    .venv/bin/python scripts/mutants.py                  # 120 mutants, seed 1
+    .venv/bin/python scripts/mutants.py --sample 120 --seed N     # one command, any seed
     .venv/bin/python scripts/mutants.py --sample 40 --seed 7 --jobs 2
-    .venv/bin/python scripts/mutants.py --only harmony_plugins/_steps.py:1121   # one again
+    .venv/bin/python scripts/mutants.py --only harmony_plugins/_guard.py:1121   # one again
 
-The checkout's tracked files are copied into a temporary folder (the checkout is never
-written). Every place in the core (``harmony_plugins/``: parse and prompt side, the command
-line; not ``adapter_support/``, the engine glue the engine tiers test) where one small change
-can be made is listed: a comparison flipped (``==`` and ``!=``, ``<`` and ``>=``, ``is``
-and ``is not``, ``in`` and ``not in``), ``and`` and ``or`` swapped, a ``not`` dropped, ``+`` and
-``-`` swapped, ``True`` and ``False`` swapped, an integer constant plus one, an ``if``'s test
-negated. A seeded sample of them is drawn; for each, the one module is rewritten in the copy
-with that change alone and the core tests run there, stopping at the first failure. A mutant is
-*killed* when a test fails, *survived* when all pass. Annotations, docstrings and the
-``__all__`` lists are not mutated (a change there cannot change behaviour).
+The checkout's tracked files (as they are in the working tree) are copied into a temporary
+folder (the checkout is never written). Every place in every module of the core
+(``harmony_plugins/``, its sub-packages included) where one small change can be made is
+listed: a comparison flipped (``==`` and ``!=``, ``<`` and ``>=``, ``is`` and ``is not``,
+``in`` and ``not in``), ``and`` and ``or`` swapped, a ``not`` dropped, ``+`` and ``-``
+swapped, ``True`` and ``False`` swapped, an integer constant plus one, an ``if``'s (or
+``while``'s, or a conditional expression's) test negated. A sample of them is drawn with the
+seed; for each, the one module is rewritten in the copy with that change alone and the core
+tier (``tests`` without the engine folders, as ``scripts/test.sh`` runs it) runs there,
+stopping at the first failure (the test files named for the mutated module first, on their
+own: a quick kill). A mutant is *killed* when a test fails, *survived* when all pass.
+Annotations, docstrings and the ``__all__`` lists are not mutated (a change there cannot
+change behaviour).
 
-Mutants that survive are listed with their file, line and change. A survivor is either a gap
-in the tests (write the test that kills it) or an *equivalent* mutant, one no input can tell
-apart from the original; ``CONTRIBUTING.md`` names those, with why. Exit status 1 when fewer
-than ``--threshold`` percent are killed. It is a tool beside CI, not in it: one mutant costs one
-pytest start (a few seconds when killed, the whole core suite when it survives).
+The run prints each mutant as it is decided, then the score and every survivor: its file,
+line, the change and the line of code it changed, and ``PATH:NODE`` for ``--only``. (Mutants
+are numbered by their node in the module's syntax tree, not by line, so the command runs
+unchanged on a core whose files changed; a ``PATH:NODE`` names a mutant of one version of its
+file.) A survivor is either a gap in the tests (write the test that kills it) or an
+*equivalent* mutant, one no input can tell apart from the original; ``CONTRIBUTING.md`` names
+those, with why. Exit status 1 when fewer than ``--threshold`` percent are killed. It is a tool
+beside CI, not in it: one mutant costs one pytest start (seconds when killed, the whole core
+tier when it survives).
 """
 
 from __future__ import annotations
@@ -40,24 +47,39 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = "harmony_plugins"
-SKIP_MODULES = {"harmony_plugins/_demo.py"}  # the demo's sample outputs: data, not logic
-SKIP_FOLDERS = ("harmony_plugins/adapter_support/",)  # engine glue: the engine tiers test it
 
-# The core tests (-x stops at the first failure), named file by file so that the ones that
-# fail soonest for a change anywhere in the parse run first (pytest runs the files in the
-# order given): a killed mutant costs seconds, not the whole suite.
+# The core tier's tests (-x stops at the first failure), named file by file so that the ones
+# likeliest to fail for a change run first (pytest runs the files in the order given): the
+# test files named for the mutated module, then these (those of them that exist), then the
+# rest. A killed mutant costs seconds, not the whole tier.
 FIRST = ["tests/test_contract.py", "tests/test_machine.py", "tests/test_turn.py",
          "tests/test_frontends.py", "tests/test_header.py", "tests/test_arguments.py",
          "tests/test_leaks.py", "tests/test_openai.py", "tests/test_cli.py"]
 IGNORES = ["tests/vllm", "tests/e2e_vllm", "tests/sglang", "tests/gpu", "tests/wheel",
            "tests/test_benchmarks_smoke.py"]
+"""What the core tier leaves out (``scripts/test.sh`` passes the same as ``--ignore``)."""
 
 
 def core_tests(folder: Path) -> list[str]:
-    """The core tier's test files and folders in ``folder``, :data:`FIRST` first."""
-    rest = sorted(str(p.relative_to(folder)) for p in (folder / "tests").glob("test_*.py"))
-    rest.append("tests/shell")
-    return [*FIRST, *(t for t in rest if t not in FIRST and t not in IGNORES)]
+    """The core tier's test files and folders in ``folder``, those of :data:`FIRST` first."""
+    every = sorted(p.relative_to(folder).as_posix() for p in (folder / "tests").glob("test_*.py"))
+    every = [t for t in every if t not in IGNORES]
+    order = [*(t for t in FIRST if t in every), *every]
+    if (folder / "tests" / "shell").is_dir():
+        order.append("tests/shell")
+    return list(dict.fromkeys(order))
+
+
+def named_tests(folder: Path, module: str) -> list[str]:
+    """The core test files named for ``module`` (a path such as
+    ``harmony_plugins/prompt/_chat.py``): a file whose name holds ``chat``, or whose text
+    names ``harmony_plugins.prompt._chat``."""
+    path = Path(module)
+    stem = (path.parent.name if path.stem == "__init__" else path.stem).strip("_")
+    dotted = ".".join(path.with_suffix("").parts).removesuffix(".__init__")
+    return [t for t in core_tests(folder) if t.endswith(".py") and (
+        stem in Path(t).stem.removeprefix("test_") or dotted in (folder / t).read_text())]
+
 
 _FLIP: dict[type, type] = {
     ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt,
@@ -143,8 +165,6 @@ def mutants(root: Path) -> Iterator[Mutant]:
     """Every mutation point of the core, in a stable order."""
     for path in sorted((root / CORE).rglob("*.py")):
         rel = path.relative_to(root).as_posix()
-        if rel in SKIP_MODULES or rel.startswith(SKIP_FOLDERS):
-            continue
         tree = ast.parse(path.read_text())
         skip = _annotation_nodes(tree)
         for number, node in enumerate(ast.walk(tree)):
@@ -162,15 +182,38 @@ def mutated_source(root: Path, mutant: Mutant) -> str:
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
-def run_tests(folder: Path, python: str) -> tuple[bool, str]:
-    """(passed, the first failure's line) of the core tests in ``folder``."""
-    command = [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-               *core_tests(folder)]
+def source_line(root: Path, mutant: Mutant) -> str:
+    """The line of code the mutant changes, as written."""
+    lines = (root / mutant.path).read_text().splitlines()
+    return lines[mutant.line - 1].strip() if 0 < mutant.line <= len(lines) else ""
+
+
+def run_tests(folder: Path, python: str, tests: list[str],
+              timeout: float = 1800) -> tuple[bool, str]:
+    """(passed, the first failure's line) of ``tests`` (files or folders) in ``folder``,
+    stopping at the first failure. A run past ``timeout`` seconds failed (a mutant that
+    hangs a test)."""
+    command = [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
     env = {**os.environ, "PYTHONPATH": str(folder), "PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True,
-                          timeout=900)
+    try:
+        done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, f"timed out after {timeout:.0f} s"
     failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED")]
     return done.returncode == 0, (failed[0] if failed else done.stdout.strip()[-200:])
+
+
+def survives(folder: Path, python: str, mutant: Mutant, timeout: float) -> tuple[bool, str]:
+    """Whether the core tier in ``folder`` (the mutant applied there) passes: the test files
+    named for the mutated module first, on their own (a quick kill: pytest collects only
+    them), then the whole tier."""
+    named = named_tests(folder, mutant.path)
+    if named:
+        passed, why = run_tests(folder, python, named, timeout)
+        if not passed:
+            return False, why
+    return run_tests(folder, python, core_tests(folder), timeout)
 
 
 def copy_tree(root: Path, into: Path) -> None:
@@ -207,10 +250,15 @@ def main() -> int:
         copies = [Path(tmp) / f"copy{j}" for j in range(args.jobs)]
         for copy in copies:
             copy_tree(ROOT, copy)
-        passed, why = run_tests(copies[0], sys.executable)
+        began = time.monotonic()
+        passed, why = run_tests(copies[0], sys.executable, core_tests(copies[0]))
         if not passed:
-            print(f"the unmutated suite fails in the copy: {why}")
+            print(f"the unmutated core tier fails in the copy: {why}")
             return 2
+        # A mutant's run that takes thrice the unmutated tier's time (and 5 minutes) hangs.
+        limit = max(300.0, 3 * (time.monotonic() - began))
+        print(f"the unmutated core tier passes in the copy ({time.monotonic() - began:.0f} s)",
+              flush=True)
         free = list(copies)
 
         def one(mutant: Mutant) -> tuple[Mutant, bool, str]:
@@ -219,7 +267,7 @@ def main() -> int:
             original = target.read_text()
             try:
                 target.write_text(mutated_source(copy, mutant))
-                survived, why = run_tests(copy, sys.executable)
+                survived, why = survives(copy, sys.executable, mutant, limit)
             finally:
                 target.write_text(original)
                 free.append(copy)
@@ -235,9 +283,12 @@ def main() -> int:
                     survivors.append(mutant)
     killed = len(sample) - len(survivors)
     rate = 100.0 * killed / len(sample) if sample else 100.0
-    print(f"\nkilled {killed} of {len(sample)} ({rate:.1f}%) in {time.monotonic() - start:.0f} s")
+    drawn = "as named" if args.only else f"seed {args.seed}"
+    print(f"\nkilled {killed} of {len(sample)} ({rate:.1f}%), {len(survivors)} survived "
+          f"({drawn}, {time.monotonic() - start:.0f} s)")
     for mutant in survivors:
-        print(f"  survived: {mutant.path}:{mutant.node} (line {mutant.line}: {mutant.change})")
+        print(f"  survived: {mutant.path}:{mutant.node} (line {mutant.line}: {mutant.change}:"
+              f" {source_line(ROOT, mutant)})")
     return 0 if rate >= args.threshold else 1
 
 
