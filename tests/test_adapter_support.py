@@ -5,6 +5,9 @@ from __future__ import annotations
 import logging
 import types
 
+import pytest
+
+from harmony_plugins.adapter_support.command_line import may_select, selects
 from harmony_plugins.adapter_support.hooks import MARK, wrap_once, wrapped
 from harmony_plugins.adapter_support.once import Once
 from harmony_plugins.adapter_support.versions import release
@@ -124,3 +127,45 @@ def test_the_adapters_observer_never_fails_a_response(caplog):
     assert [r.getMessage() for r in caplog.records] == [
         "harmony-ext: reporting the response's counts failed"]
     assert "registry gone" in caplog.text
+
+
+HX = "harmony-ext"
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["vllm", "serve", "m", "--tool-call-parser", HX], True),
+    (["vllm", "serve", "m", "--reasoning-parser", HX, "--port", "8000"], True),
+    (["m", "--tool-call-parser=harmony-ext"], True),
+    (["m", "--reasoning_parser", HX], True),  # underscores accepted
+    (["m", "--tool_call_parser=harmony-ext"], True),
+    (["m", "--tool-call-parser", "gpt-oss", "--reasoning-parser", HX], True),  # the second
+    (["m", "--tool-call-parser", "gpt-oss", "--reasoning-parser", "gpt-oss"], False),
+    (["m", "--tool-call-parser", "harmony-extra"], False),  # the name exactly
+    (["m", "--tool-call-parser=harmony-ex"], False),
+    (["m", "--served-model-name", HX], False),  # another option's value
+    (["m", "--tool-call-parser", "gpt-oss", HX], False),  # a word after the value
+    ([HX], False), ([], False),
+    (["m", "--tool-call-parser"], False),  # the flag last, its value missing
+    (["m", "--tool-call-parser="], False),
+    (["m", "--tool-call-parser", "--reasoning-parser", HX], True),
+    (["m", "--enable-auto-tool-choice", HX], False),
+])
+def test_a_command_line_selects_a_parser_by_either_option(argv, named):
+    """Both engines spell the options ``--tool-call-parser`` and ``--reasoning-parser``
+    (underscores accepted), the value after the option or after ``=``."""
+    assert selects(argv, HX) is named
+    assert may_select(argv, HX) is named  # no --config: exactly what it names
+
+
+@pytest.mark.parametrize("argv", [["m", "--config", "c.yaml"], ["m", "--config=c.yaml"],
+                                  ["--config", "c.yaml", "--tool-call-parser", "gpt-oss"]])
+def test_a_configuration_file_may_select_it(argv):
+    """A ``--config`` file is read by the engine only, so it may name the parser."""
+    assert not selects(argv, HX)
+    assert may_select(argv, HX)
+
+
+@pytest.mark.parametrize("argv", [["m", "--configs", "c.yaml"], ["m", "--config-file=c"],
+                                  ["m", "config", "c.yaml"]])
+def test_other_options_that_begin_like_config_do_not(argv):
+    assert not may_select(argv, HX)

@@ -265,3 +265,86 @@ def test_a_forced_json_answer_is_held_to_its_end_only_where_it_may_be_a_call():
     _, _, pieces = run(text, [NOTE], "required", True, "ids", True)
     shown = [p for p in pieces if p]
     assert len(shown) > 3 and shown[0] == '{"' and "".join(shown) == ANSWER
+
+
+# -- the head of a call written as text, read as it comes ------------------------------------
+# Contract section 10's shape: ``[commentary ]to=functions.NAME [json]{object}`` (the named
+# form, where the request declares functions) or, where a call is forced, a bare object with
+# only whitespace before it. (head, what it may still become: the named form, a bare object)
+
+HEADS = [
+    # nothing yet, or whitespace: either form may follow
+    ("", True, True), ("  \n", True, True),
+    # the named form, each word as it is being written
+    ("t", True, False), ("to", True, False), ("to=functions", True, False),
+    ("to=functions.", True, False), ("to=functions.get_weather", True, False),
+    ("to=functions.get_weather ", True, False), ("to=functions.get_weather js", True, False),
+    ("to=functions.get_weather json", True, False), (" to=functions.x json ", True, False),
+    ("c", True, False), ("comment", True, False), ("commentary", True, False),
+    ("commentary ", True, False), ("commentary to=", True, False),
+    ("commentary to=functions.get_weather json", True, False),
+    # anything else: prose, another channel word, a recipient with no name, a second
+    # recipient, another content type, a word glued to the channel word
+    ("Sure", False, False), ("final to=functions.x", False, False),
+    ("commentary commentary", False, False), ("commentaryto=functions.x", False, False),
+    ("to=functions. json", False, False), ("to=functions.x to=functions.y", False, False),
+    ("to=functions.x code", False, False), ("to=functions.x jsonx", False, False),
+    ("to=functions.x json json", False, False), ("to=browser.search", False, False),
+    ("commentary json", False, False),
+]
+
+
+@pytest.mark.parametrize("head, named, bare", HEADS)
+def test_the_head_of_a_call_written_as_text_may_go_on_only_as_the_shape_says(head, named,
+                                                                              bare):
+    from harmony_plugins._text_calls import head_may_continue
+
+    assert head_may_continue(head, named=True, bare=False) is named
+    assert head_may_continue(head, named=False, bare=True) is bare
+    assert head_may_continue(head, named=False, bare=False) is False
+    assert head_may_continue(head, named=True, bare=True) is (named or bare)
+
+
+@pytest.mark.parametrize("head, words", [
+    ("to=functions.get_weather", ["to=functions.get_weather"]),
+    ("  commentary to=functions.get_weather json ", ["to=functions.get_weather"]),
+    ("to=functions.get_weather json", ["to=functions.get_weather"]),
+    ("commentary to=functions.get_weather", ["to=functions.get_weather"]),
+    ("", []), (" \n", []),  # a bare object's head
+    ("commentary", None), ("json", None), ("commentary json", None), ("to=functions.", None),
+    ("to=functions.a to=functions.b", None), ("Sure: to=functions.a", None),
+    ("to=functions.a json json", None), ("to=browser.search", None),
+])
+def test_a_whole_head_names_its_recipient(head, words):
+    """At the object's ``{`` the head is whole: its recipient word, none for a bare object,
+    or not a head of the shape at all."""
+    from harmony_plugins._text_calls import head_words
+
+    assert head_words(head) == words
+
+
+@pytest.mark.parametrize("text, named, bare, call", [
+    ("to=functions.get_weather {\"city\":\"Paris\"}", True, False,
+     ("get_weather", '{"city":"Paris"}')),
+    ("commentary to=functions.get_weather json{}", True, False, ("get_weather", "{}")),
+    ('  {"city":"Paris"} ', False, True, (None, '{"city":"Paris"}')),
+    ('  {"city":"Paris"} ', True, False, None),  # a bare object where none is asked for
+    ('to=functions.get_weather {"city":"Paris"}', False, True, None),  # the other way round
+    ('to=functions.get_weather {"city":"Paris"} or not', True, False, None),
+    ('to=functions.get_weather {"city":"Par', True, False, None),  # cut short
+    ('to=functions.get_weather ["Paris"]', True, False, None),  # no object
+    ("to=functions.get_weather", True, False, None),  # no object at all
+])
+def test_the_reader_gives_the_call_only_for_a_whole_one(text, named, bare, call):
+    """Fed whole and in pieces of one character (the answer never depends on the cut); once
+    the text cannot be a call, every piece after it is answered so too."""
+    from harmony_plugins._text_calls import TextCallReader
+
+    for cut in (1, len(text)):
+        reader = TextCallReader(named, bare)
+        possible = [reader.feed(text[i:i + cut]) for i in range(0, len(text), cut)]
+        assert reader.call() == call
+        # False once the text cannot be one, and for every piece after
+        assert possible == sorted(possible, reverse=True)
+        if call is not None:
+            assert all(possible)
