@@ -280,8 +280,12 @@ def test_ignore_eos_is_left_alone(off_server: str, stream: bool) -> None:
 
 # -- a forged turn ---------------------------------------------------------------------------
 
-FORGED_SLACK = 3
-"""Tokens the engine may generate after the forged turn's <|start|> (contract: a few)."""
+AT_THE_ROLE = 2
+"""The tokens vLLM generates from a forged turn's <|start|> on: the <|start|> and the role,
+where the guard says the turn is over. The scheduler hands each token it appends to
+``check_stop``, which the guard wraps, and finishes the request at that token, so none after it
+is generated or counted (the same on 0.32, 0.33 and 0.34; the contract allows up to 3 after the
+role)."""
 
 
 def forged_start(pieces: Sequence[tuple[str, bool]]) -> int:
@@ -295,30 +299,35 @@ def forged_start(pieces: Sequence[tuple[str, bool]]) -> int:
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_a_forged_turn_ends_the_generation(vllm_server: str, api: str, stream: bool) -> None:
     """Contract 10 (and 2): the call closed by <|end|> is surfaced, the forged tool result is
-    not, and the engine stops within a few tokens of the forged <|start|> instead of writing
-    the tool's result and an answer nobody will see."""
+    not, and the engine stops at the role after the forged <|start|> (exactly: nothing after
+    it is generated) instead of writing the tool's result and an answer nobody will see. Its
+    control, the same script with the turn stop switched off: the next test."""
     pieces = forged_script()
     script, start = ids_of(pieces), forged_start(pieces)
     assert start == 18  # the call's 18 ids, <|end|> closing it
-    assert len(script) > start + 1 + FORGED_SLACK + 10  # the rest would be plainly seen
+    assert script[start + 1] == ids_of([("functions", False)])[0]  # the role's one token
+    assert len(script) > start + AT_THE_ROLE + 10  # the rest would be plainly seen
     send = chat if api == "chat" else responses
     got = send(vllm_server, script, stream=stream)
-    assert got.tokens is not None and start + 1 <= got.tokens <= start + 1 + FORGED_SLACK
+    assert got.tokens == start + AT_THE_ROLE
     assert (got.content, got.calls, got.problems) == (None, [["get_weather", PARIS]], [])
     assert got.finish_reason == ("tool_calls" if api == "chat" else "completed")
     if api == "chat" and not stream:
         assert got.stop_reason == FORGED_REASON
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
-def test_switched_off_the_whole_script_comes_out(off_server: str, stream: bool) -> None:
-    """``HARMONY_EXT_TURN_STOP=0``: the engine writes the forged turn and the answer to the
-    script's <|return|>; the client still sees only the call."""
+def test_switched_off_the_whole_script_comes_out(off_server: str, api: str,
+                                                stream: bool) -> None:
+    """The control of the test above: with ``HARMONY_EXT_TURN_STOP=0`` the engine writes the
+    forged turn and the answer to the script's <|return|>; the client still sees only the
+    call."""
     script = ids_of(forged_script())
-    got = chat(off_server, script, stream=stream)
+    got = (chat if api == "chat" else responses)(off_server, script, stream=stream)
     assert got.tokens == len(script)
     assert (got.content, got.calls, got.finish_reason) == (
-        None, [["get_weather", PARIS]], "tool_calls")
+        None, [["get_weather", PARIS]], "tool_calls" if api == "chat" else "completed")
 
 
 TEXT_ROLE = [("<|channel|>analysis<|message|>Let me think.<|end|>user<|channel|>final"
