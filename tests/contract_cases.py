@@ -751,6 +751,12 @@ CASES: list[Case] = [
     Case("text_split_marker_end_then_message", "6 no spelling assembled across <|end|> and"
          " the <|message|> after it", "<|channel|>final<|message|>A<|<|end|><|message|>end|> B",
          content="A<| B", dropped=True, modes=("text",)),
+    Case("text_split_marker_after_long_text", "6 no spelling assembled around a marker after"
+         " text longer than any spelling",
+         "<|channel|>final<|message|>An answer longer than any control token's spelling: "
+         "A<|<|reserved_200010|>end|>B<|return|>",
+         content="An answer longer than any control token's spelling: A<|B", dropped=True,
+         modes=("text",)),
     Case("text_split_marker_not_a_spelling", "6 text around a dropped marker that spells"
          " nothing is kept", "<|channel|>final<|message|>A<|<|reserved_200010|>xyz<|return|>",
          content="A<|xyz", modes=("text",)),

@@ -479,6 +479,31 @@ def test_reasoning_tokens_are_counted_per_run_whatever_the_cuts():
     assert StreamParser().reasoning_tokens == 0
 
 
+def test_a_character_cut_by_a_marker_counts_its_token_where_it_was_written():
+    """The reasoning tokens are the ids of the reasoning text: a byte that begins a character
+    and that a marker cuts off is one of them (passed on, replaced, contract section 6), and the
+    text after the marker is counted as it is, no more: after a skipped token (section 1) in the
+    same message, or in the next analysis message."""
+    from harmony_plugins import StreamParser
+    from harmony_plugins.vocab.o200k import tiktoken_encoding
+
+    enc = tiktoken_encoding()
+    cut = enc.encode_single_token(b"\xe2")  # the first byte of a three-byte character
+    final = "<|end|><|start|>assistant<|channel|>final<|message|>Done.<|return|>"
+    for after, more in (("<|reserved_200013|> more", " more"),
+                        ("<|end|><|start|>assistant<|channel|>analysis<|message|>More words",
+                         "More words")):
+        ids = (enc.encode("<|channel|>analysis<|message|>Think", allowed_special="all")
+               + [cut] + enc.encode(after + final, allowed_special="all"))
+        for steps in ([ids], [[i] for i in ids]):
+            parser = StreamParser()
+            for step in steps:
+                parser.feed_ids(step)
+            parser.close()
+            assert parser.reasoning_tokens == len(enc.encode("Think")) + 1 + len(
+                enc.encode(more)), (after, len(steps))
+
+
 def test_free_text_header_words_only_are_junk():
     machine, _ = machine_in("<|channel|>final<|message|>A<|end|> assistant to=functions.x ")
     out = events_of(machine.marker(mk.START))

@@ -424,6 +424,43 @@ def test_tools_never_declared_drop_calls_by_a_named_rule():
     assert len(seen) == 1
     assert seen[0].outcomes == {}
     assert seen[0].recoveries == {"tools_unknown": 1}
+    assert seen[0].applied == {("tools_unknown", "get_weather"): 1}  # the function it named
+
+
+def test_a_possible_call_named_by_its_content_type_is_named_in_the_summary():
+    """Contract section 3: a content type naming a function serves as the recipient; with the
+    tools unknown the message is dropped by tools_unknown, which names that function."""
+    seen = []
+    turn = Turn(Request(None, tools_known=False), observer=seen.append)
+    turn.feed_text('<|channel|>final <|constrain|>functions.get_weather<|message|>{"city": '
+                   '"Paris"}<|return|>', finish="stop")
+    turn.settle()
+    assert (seen[0].recoveries, seen[0].applied) == (
+        {"tools_unknown": 1}, {("tools_unknown", "get_weather"): 1})
+
+
+@pytest.mark.parametrize("output, applied", [
+    ("<|start|>final<|message|>Hi<|return|>", ("channel_in_role", "final")),
+    ("<|channel|>final blah<|message|>Hi<|return|>", ("header_junk", "final")),
+    ("<|channel|>analysis<|message|>r<|end|><|start|>analysis<|message|>t<|end|>",
+     ("channel_in_role", "analysis")),
+])
+def test_a_rule_in_a_header_names_the_messages_channel(output, applied):
+    """Summary.applied: a rule applied in a message names that message's channel, as
+    written."""
+    seen = []
+    Turn(Request([]), observer=seen.append).feed_text(output, finish="stop")
+    assert seen[0].applied == {applied: 1}
+
+
+@pytest.mark.parametrize("first, then", [("feed_text", "feed_ids"), ("feed_ids", "feed_text")])
+def test_a_turn_is_fed_one_way_and_says_which_when_fed_the_other(first, then):
+    """Token ids or text, never both: the error names the call made and the one made before."""
+    turn = Turn(Request([WEATHER]))
+    getattr(turn, first)("" if first == "feed_text" else [])
+    with pytest.raises(RuntimeError, match=rf"^Turn\.{then}\(\) on a turn already fed with "
+                                           rf"{first}\(\)$"):
+        getattr(turn, then)([] if then == "feed_ids" else "")
 
 
 @pytest.mark.parametrize("tools_known", [True, False], ids=["known-empty", "never-known"])
