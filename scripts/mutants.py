@@ -201,7 +201,8 @@ def run_tests(folder: Path, python: str, tests: list[str],
     except subprocess.TimeoutExpired:
         return False, f"timed out after {timeout:.0f} s"
     failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED")]
-    return done.returncode == 0, (failed[0] if failed else done.stdout.strip()[-200:])
+    last = (done.stdout.strip() or done.stderr.strip()).splitlines()[-1:]  # an import error
+    return done.returncode == 0, (failed[0] if failed else " ".join(last)[-200:])
 
 
 def survives(folder: Path, python: str, mutant: Mutant, timeout: float) -> tuple[bool, str]:

@@ -215,3 +215,34 @@ def test_cli_help_lists_the_options():
     assert demo.returncode == 0
     assert set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", demo.stdout.split("options:", 1)[1])) \
         == {"-h", "--help"}
+
+
+@pytest.mark.parametrize("encoding, escaped", [("utf-8", False), ("latin-1", True),
+                                               ("x-no-such-codec", True), (None, True)])
+def test_the_output_is_ascii_json_unless_standard_output_takes_any_character(
+        monkeypatch, encoding, escaped):
+    """A standard output that cannot encode every character (not a UTF encoding, one Python
+    does not know, or none said) gets JSON with its non-ASCII characters escaped, which any
+    encoding can write; a UTF one gets them as they are."""
+    import io
+    import json as json_module
+
+    from harmony_plugins import cli
+
+    class Out(io.StringIO):
+        """Standard output as a terminal or pipe of that encoding would say it."""
+
+        @property
+        def encoding(self) -> str | None:  # type: ignore[override]
+            return encoding
+
+    out = Out()
+    stdin = io.TextIOWrapper(io.BytesIO("<|channel|>final<|message|>Café.<|return|>".encode()),
+                             encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", stdin)
+    monkeypatch.setattr("sys.stdout", out)
+    monkeypatch.setattr(cli, "_ENSURE_ASCII", cli._ENSURE_ASCII)  # put back after the test
+    assert cli.main(["parse", "-"]) == 0
+    printed = out.getvalue()
+    assert json_module.loads(printed)["content"] == "Café."
+    assert ("Caf\\u00e9." in printed, "Café." in printed) == (escaped, not escaped)

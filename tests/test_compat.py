@@ -389,6 +389,20 @@ def test_a_callers_message_cut_by_the_end_of_the_stream_is_kept_as_openai_harmon
     assert run(StreamableParser(ENCODING, role=A), tokens)[1] == expected[1]
 
 
+def test_a_callers_message_ending_in_a_cut_character_keeps_it_replaced() -> None:
+    """A tool's result whose body ends in the first byte of a character, then <|end|>: the byte
+    is kept as U+FFFD, as openai-harmony keeps it."""
+    cut = [token for token, data in enumerate(token_bytes()) if data == b"\xe2"]
+    tokens = (ids('<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>'
+                  '{"city":"Paris"}<|call|><|start|>functions.get_weather to=assistant'
+                  '<|channel|>commentary<|message|>20 degrees') + cut[:1]
+              + ids("<|end|><|start|>assistant<|channel|>final<|message|>Warm.<|return|>"))
+    expected = theirs(tokens)
+    assert expected is not None and expected[1][1]["content"][0]["text"] == "20 degrees\ufffd"
+    assert run(StreamableParser(ENCODING, role=A, tools=["get_weather"]), tokens)[1] == (
+        expected[1])
+
+
 def test_state_data_has_openai_harmonys_shape_by_hand() -> None:
     """Before the first header, in a header, in a caller's body (a tool's result: its author's
     name, its recipient as written), and after it."""

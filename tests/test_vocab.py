@@ -119,8 +119,13 @@ def test_not_a_harmony_tokenizer():
 
     wordpiece = tokenizers.Tokenizer(models.WordPiece({"[UNK]": 0, "hello": 1, "##é": 2}))
     wordpiece.add_special_tokens([s for s in mk.STRUCTURAL])
-    with pytest.raises(NotHarmonyTokenizer, match="byte-level"):
-        Vocab.from_hf(wordpiece)
+    with pytest.raises(NotHarmonyTokenizer, match="tokenizer 'Tokenizer' is not byte-level"):
+        Vocab.from_hf(wordpiece)  # no name of its own: its type's
+    from transformers import PreTrainedTokenizerFast
+
+    named = PreTrainedTokenizerFast(tokenizer_object=wordpiece, name_or_path="acme/wordpiece")
+    with pytest.raises(NotHarmonyTokenizer, match="tokenizer 'acme/wordpiece' is not byte-level"):
+        Vocab.from_hf(named)  # the model it came from, as Hugging Face names it
     with pytest.raises(NotHarmonyTokenizer, match="fast tokenizer"):
         Vocab.from_hf(object())
 

@@ -117,6 +117,20 @@ def test_openai_harmony_gets_the_vocabulary_written_for_it(tmp_path):
     assert seen["env"] == str(tmp_path / "empty") and "no network" in seen["problem"]
 
 
+def test_where_openai_harmony_loads_or_is_missing_nothing_is_written(tmp_path):
+    """Only a failed load is helped: where openai-harmony loads by itself, no file is written
+    and no variable set; where it is not installed, the problem says so and nothing is
+    tried."""
+    env = offline_env(tmp_path)
+    env["PYTHONPATH"] = str(REPO)  # openai-harmony as installed: it loads
+    assert load_offline(env) == {"problem": None, "env": None}
+    (tmp_path / "shim" / "sitecustomize.py").write_text(
+        "import sys\nsys.modules['openai_harmony'] = None\n")  # not installed
+    env["PYTHONPATH"] = f"{tmp_path / 'shim'}{os.pathsep}{REPO}"
+    assert load_offline(env) == {"problem": "openai-harmony is not installed", "env": None}
+    assert not (tmp_path / "cache").exists()
+
+
 def test_an_unwritable_cache_falls_back_to_a_folder_removed_at_exit(tmp_path):
     """A cache that cannot be written (here ``XDG_CACHE_HOME`` names a file) is no failure:
     the vocabulary goes to a temporary folder, which the process removes when it exits."""
