@@ -1,18 +1,24 @@
-"""The Anthropic Messages API (``/v1/messages``) of a vLLM server, spoken in plain HTTP.
+"""The Anthropic Messages API (``/v1/messages``) spoken in plain HTTP, and read as a client
+reads it, on vLLM and SGLang.
 
-A request carries its scripted output in ``vllm_xargs`` as the chat cases do
+On a vLLM server a request carries its scripted output in ``vllm_xargs`` as the chat cases do
 (:mod:`harmony_ext_testing.vllm_cases`). :func:`run_messages` sends one, streamed or not, and
 returns an id-free :class:`MessagesRun`: the HTTP status, the error message of a failed
 request, and else the response's content blocks (``["thinking", text]``, ``["text", text]``,
 ``["tool_use", name, input]``) and ``stop_reason``. A stream is folded the way a client folds
-it: a block's deltas concatenated in their block, a ``tool_use`` block's ``partial_json`` read
-as JSON at its end (left a string where it is none, as no client could use it).
+it (:func:`fold_events`, SGLang's tests use it too): a block's deltas concatenated in their
+block, a ``tool_use`` block's ``partial_json`` read as JSON at its end (left a string where it
+is none, as no client could use it).
+
+The fuzz tests of both engines compare a whole answer with its stream through
+:func:`whole_view` and :func:`streamed_view`, in the shape
+``harmony_ext_testing.fuzzed_outputs.engine_problems`` reads.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +32,12 @@ def messages_tools(names: Iterable[str]) -> list[dict[str, Any]]:
     return [{"name": n, "description": f"The {n} tool.",
              "input_schema": TOOL_PARAMETERS.get(n, {"type": "object", "properties": {}})}
             for n in names]
+
+
+def anthropic_tools(tools: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A chat completions ``tools`` array as the Messages API declares the same functions."""
+    return [{"name": t["function"]["name"], "description": t["function"]["description"],
+             "input_schema": t["function"]["parameters"]} for t in tools]
 
 
 def messages_body(script: str, tools: Iterable[str] = (), *, stream: bool,
@@ -143,3 +155,104 @@ def _add_delta(block: dict[str, Any], partial: list[str], delta: Mapping[str, An
         block["thinking"] = block.get("thinking", "") + delta["thinking"]
     elif kind == "input_json_delta":
         partial.append(delta["partial_json"])
+
+
+# -- an answer as the fuzz tests compare it ------------------------------------------------------
+
+
+def call_shown_as_text(block: Mapping[str, Any], names: Collection[str]
+                       ) -> tuple[str, str] | None:
+    """A text block that shows a call whose arguments are no JSON object, as contract section 4
+    says ``/v1/messages`` shows one (the function's name, a space, the arguments as written; the
+    function one of ``names``): (name, arguments); else None."""
+    name, space, arguments = (block.get("text") or "").partition(" ")
+    if block["type"] != "text" or not space or name not in names:
+        return None
+    try:
+        is_object = isinstance(json.loads(arguments), dict)
+    except ValueError:
+        is_object = False
+    return None if is_object else (name, arguments)
+
+
+def blocks_view(blocks: Iterable[Mapping[str, Any]], names: Collection[str]
+                ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """An answer's texts, each kind's blocks joined (thinking, then text; empty ones left out:
+    a whole answer holds one block of each kind, a stream a new block wherever the kind
+    changes), and its calls in order (name, input as sorted JSON; a call shown as text, name
+    and arguments as written). The engines order one answer's blocks differently streamed and
+    not (whole: the text first, then the calls; streamed: as they came), so the calls are
+    compared apart from the text."""
+    joined: dict[str, str] = {"thinking": "", "text": ""}
+    calls = []
+    for block in blocks:
+        if block["type"] == "tool_use":
+            calls.append((block["name"], json.dumps(block["input"], sort_keys=True)))
+        elif (shown := call_shown_as_text(block, names)) is not None:
+            calls.append(shown)
+        else:
+            joined[block["type"]] = joined.get(block["type"], "") + (
+                block.get("text") or block.get("thinking") or "")
+    return [(kind, text) for kind, text in joined.items() if text], calls
+
+
+def whole_view(data: Mapping[str, Any], names: Collection[str]) -> dict[str, Any]:
+    """A non-streamed answer: ``texts``, ``calls`` (:func:`blocks_view`), ``finish`` (its
+    ``stop_reason``)."""
+    texts, calls = blocks_view(data["content"], names)
+    return {"texts": texts, "calls": calls, "finish": data["stop_reason"]}
+
+
+def streamed_view(events: Iterable[Mapping[str, Any]], names: Collection[str]
+                  ) -> dict[str, Any]:
+    """A stream's JSON events folded as :func:`whole_view` reads an answer, and ``problems``:
+    where the stream broke the API's shape (an ``error`` event, no ``message_stop``, block
+    indexes with a gap, a ``tool_use`` block whose ``partial_json`` is no JSON object)."""
+    blocks: dict[int, dict[str, Any]] = {}
+    stop, problems, ended = None, [], False
+    for e in events:
+        kind = e.get("type")
+        if kind == "content_block_start":
+            blocks[e["index"]] = {**e["content_block"], "partial": ""}
+        elif kind == "content_block_delta":
+            _add_stream_delta(blocks[e["index"]], e["delta"])
+        elif kind == "message_delta":
+            stop = e["delta"].get("stop_reason")
+        elif kind == "message_stop":
+            ended = True
+        elif kind == "error":
+            problems.append(f"an error event: {e}")
+    if not ended:
+        problems.append("no message_stop")
+    problems += _block_problems(blocks)
+    texts, calls = blocks_view([blocks[i] for i in sorted(blocks)], names)
+    return {"texts": texts, "calls": calls, "finish": stop, "problems": problems}
+
+
+def _block_problems(blocks: dict[int, dict[str, Any]]) -> list[str]:
+    """Streamed blocks' indexes with a gap, and ``tool_use`` blocks whose ``partial_json`` is
+    no JSON object (each block's ``input`` read from it on the way)."""
+    problems = [f"tool_use input {block['partial']!r} is no JSON object"
+                for block in blocks.values()
+                if block["type"] == "tool_use" and not _read_input(block)]
+    if sorted(blocks) != list(range(len(blocks))):
+        problems.append(f"block indexes {sorted(blocks)}")
+    return problems
+
+
+def _add_stream_delta(block: dict[str, Any], delta: Mapping[str, Any]) -> None:
+    """A ``content_block_delta``'s text, thinking or ``partial_json`` added to its block."""
+    for key in ("text", "thinking"):
+        if key in delta:
+            block[key] = block.get(key, "") + delta[key]
+    block["partial"] += delta.get("partial_json", "")
+
+
+def _read_input(block: dict[str, Any]) -> bool:
+    """A streamed ``tool_use`` block's ``input`` read from its ``partial_json`` (``{}`` where it
+    has none; the text itself where it is no JSON); whether that is a JSON object."""
+    try:
+        block["input"] = json.loads(block["partial"] or "{}")
+    except ValueError:
+        block["input"] = block["partial"]
+    return isinstance(block["input"], dict)

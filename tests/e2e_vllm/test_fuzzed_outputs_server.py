@@ -32,6 +32,11 @@ httpx = pytest.importorskip("httpx", reason="needs httpx: use .venv-vllm/bin/pyt
 
 from harmony_ext_testing import fuzzed_outputs as fz  # noqa: E402
 from harmony_ext_testing.client import Fold  # noqa: E402
+from harmony_ext_testing.messages_api import (  # noqa: E402
+    anthropic_tools,
+    streamed_view,
+    whole_view,
+)
 from harmony_ext_testing.vllm_cases import MESSAGES, MODEL, finish_reason_bug  # noqa: E402
 
 OUTPUTS = 200
@@ -42,11 +47,9 @@ AT_ONCE = 12
 """Requests in flight at once: the server batches them."""
 
 RESPONSES_TOOLS = [{"type": "function", **t["function"]} for t in fz.TOOLS]
-MESSAGES_TOOLS = [{"name": t["function"]["name"], "description": t["function"]["description"],
-                   "input_schema": t["function"]["parameters"]} for t in fz.TOOLS]
+MESSAGES_TOOLS = anthropic_tools(fz.TOOLS)
 FORMAT = {"type": "json_schema", "json_schema": {"name": "weather", "schema": fz.SCHEMA}}
 TEXT_FORMAT = {"format": {"type": "json_schema", "name": "weather", "schema": fz.SCHEMA}}
-MESSAGES_TOOL_NAMES = frozenset(t["name"] for t in MESSAGES_TOOLS)
 
 
 def max_tokens(out: fz.Output) -> int:
@@ -161,78 +164,11 @@ async def responses(http: Any, body: dict[str, Any], stream: bool) -> dict[str, 
     return {"texts": texts, "calls": calls, "finish": final["status"], "problems": problems}
 
 
-def call_shown_as_text(block: dict[str, Any]) -> tuple[str, str] | None:
-    """A text block that shows a call whose arguments are no JSON object, as contract section 4
-    says ``/v1/messages`` shows one (the function's name, a space, the arguments as written):
-    (name, arguments); else None."""
-    name, space, arguments = (block.get("text") or "").partition(" ")
-    if block["type"] != "text" or not space or name not in MESSAGES_TOOL_NAMES:
-        return None
-    try:
-        is_object = isinstance(json.loads(arguments), dict)
-    except ValueError:
-        is_object = False
-    return None if is_object else (name, arguments)
-
-
-def blocks_view(blocks: Sequence[dict[str, Any]]
-                ) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """A Messages answer's texts, each kind's blocks joined (thinking, then text: vLLM's whole
-    answer holds one block of each, its stream a new block wherever the kind changes), and its
-    calls in order (name, input as sorted JSON; a call shown as text, name and arguments as
-    written). vLLM orders the blocks of one answer differently streamed and not (whole: the
-    text first, then the calls; streamed: as they came), so the calls are compared apart."""
-    joined: dict[str, str] = {"thinking": "", "text": ""}
-    calls = []
-    for block in blocks:
-        if block["type"] == "tool_use":
-            calls.append((block["name"], json.dumps(block["input"], sort_keys=True)))
-        elif (shown := call_shown_as_text(block)) is not None:
-            calls.append(shown)
-        else:
-            joined[block["type"]] = joined.get(block["type"], "") + (
-                block.get("text") or block.get("thinking") or "")
-    return fz.texts(*joined.items()), calls
-
-
 async def messages(http: Any, body: dict[str, Any], stream: bool) -> dict[str, Any]:
     if not stream:
-        data = await post(http, "/v1/messages", body)
-        texts, calls = blocks_view(data["content"])
-        return {"texts": texts, "calls": calls, "finish": data["stop_reason"]}
+        return whole_view(await post(http, "/v1/messages", body), fz.DECLARED)
     events, _ = await sse(http, "/v1/messages", body)
-    blocks: dict[int, dict[str, Any]] = {}
-    stop, problems, ended = None, [], False
-    for e in events:
-        kind = e.get("type")
-        if kind == "content_block_start":
-            blocks[e["index"]] = {**e["content_block"], "partial": ""}
-        elif kind == "content_block_delta":
-            block, delta = blocks[e["index"]], e["delta"]
-            for key in ("text", "thinking"):
-                if key in delta:
-                    block[key] = block.get(key, "") + delta[key]
-            block["partial"] += delta.get("partial_json", "")
-        elif kind == "message_delta":
-            stop = e["delta"].get("stop_reason")
-        elif kind == "message_stop":
-            ended = True
-        elif kind == "error":
-            problems.append(f"an error event: {e}")
-    if not ended:
-        problems.append("no message_stop")
-    for block in blocks.values():
-        if block["type"] == "tool_use":
-            try:
-                block["input"] = json.loads(block["partial"] or "{}")
-            except ValueError:
-                block["input"] = block["partial"]
-            if not isinstance(block["input"], dict):
-                problems.append(f"tool_use input {block['partial']!r} is no JSON object")
-    texts, calls = blocks_view([blocks[i] for i in sorted(blocks)])
-    if sorted(blocks) != list(range(len(blocks))):
-        problems.append(f"block indexes {sorted(blocks)}")
-    return {"texts": texts, "calls": calls, "finish": stop, "problems": problems}
+    return streamed_view(events, fz.DECLARED)
 
 
 # -- the runs ----------------------------------------------------------------------------------
