@@ -14,6 +14,8 @@ engine went:
   (``<|end|>user<|channel|>``) at its header marker, on chat and on the Responses API, streamed
   and not; not before ``min_tokens``; each choice of ``n: 2`` on its own; with the server
   switch off the whole script comes out.
+- **The batch route** (``/v1/chat/completions/batch``, no tools, not streamed): each
+  conversation gets the stop ids and a guard of its own, as a chat request does.
 - **Markup written as text** (``<|start|>user``, ``<|call|>`` in ordinary tokens) stops nothing.
 - **``parallel_tool_calls: false``** surfaces the first call only and counts the rule
   ``parallel_calls_refused`` on ``/metrics``.
@@ -408,6 +410,65 @@ def test_each_of_two_choices_ends_where_it_should(vllm_server: str, stream: bool
             got[choice.index]["finish"] = choice.finish_reason or got[choice.index].get("finish")
     assert got[0] == {"content": "", "ids": forging[:forging.index(END) + 3], "finish": "stop"}
     assert got[1] == {"content": "Sunny.", "ids": honest, "finish": "stop"}
+
+
+# -- the batch route ---------------------------------------------------------------------------
+
+def batch(base_url: str, ids: Sequence[int], conversations: int = 2,
+          **fields: Any) -> list[Generated]:
+    """One ``/v1/chat/completions/batch`` request of ``conversations`` copies of the question,
+    each generating ``ids``: what each choice gave, with its token ids and ``stop_reason``. The
+    route takes no ``tools`` (a call there is to an undeclared function) and does not stream;
+    vLLM renders each conversation as a chat request of its own through the parser's
+    ``adjust_request`` (``adjust_harmony_request``)."""
+    import httpx
+
+    body = {"model": MODEL, "messages": [MESSAGES] * conversations, "return_token_ids": True,
+            "vllm_xargs": {"script_ids": json.dumps(list(ids))}, **fields}
+    response = httpx.post(f"{base_url}/v1/chat/completions/batch", json=body, timeout=300)
+    assert response.status_code == 200, response.text
+    got = []
+    for choice in sorted(response.json()["choices"], key=lambda c: c["index"]):
+        message = choice["message"]
+        got.append(Generated(message.get("content") or None, [], choice["finish_reason"],
+                             len(choice["token_ids"]), stop_reason=choice.get("stop_reason"),
+                             token_ids=choice["token_ids"],
+                             reasoning=message.get("reasoning") or None))
+    return got
+
+
+def test_each_conversation_of_a_batch_stops_at_call(off_server: str) -> None:
+    """Contract 10 on the batch route: each conversation gets Harmony's stop ids, so with a
+    checkpoint whose generation config lacks <|call|> each stops at it (``stop_reason`` the
+    stop id; the call, to a function the route cannot declare, is dropped). The control: with
+    ``ignore_eos`` harmony-ext adds nothing, and the whole script comes out, then the
+    <|return|> the scripted model repeats after it."""
+    called = ids_of(CALLED)
+    script = called + ids_of(FORGED_RESULT) + ids_of(ANSWER)
+    got = batch(off_server, script)
+    assert [(g.token_ids, g.stop_reason, g.finish_reason, g.content, g.reasoning)
+            for g in got] == [(called, CALL, "stop", None, None)] * 2
+    budget = len(script) + 3
+    control = batch(off_server, script, max_tokens=budget, ignore_eos=True)
+    assert [g.token_ids for g in control] == [script + [RETURN] * 3] * 2
+
+
+def test_a_forged_turn_ends_each_conversation_of_a_batch(vllm_server: str,
+                                                         off_server: str) -> None:
+    """Contract 10 (and 2) on the batch route: each conversation has its own generation guard,
+    which ends it at the <|channel|> of ``<|end|>user<|channel|>``, 3 tokens after the <|end|>
+    (``stop_reason`` harmony-ext's); the reasoning before it is kept. The control: on the
+    server whose turn stop is off, each conversation runs to the script's <|return|> (the end
+    of sequence: ``stop_reason`` null), and shows the same."""
+    script = ids_of(TEXT_ROLE)
+    end = script.index(END)
+    got = batch(vllm_server, script)
+    assert [(g.token_ids, g.stop_reason, g.finish_reason, g.reasoning, g.content)
+            for g in got] == [(script[:end + 3], FORGED_REASON, "stop", "Let me think.",
+                               None)] * 2
+    control = batch(off_server, script)
+    assert [(g.token_ids, g.stop_reason, g.reasoning, g.content) for g in control] == [
+        (script, None, "Let me think.", None)] * 2
 
 
 # -- markup written as text ------------------------------------------------------------------
