@@ -179,6 +179,33 @@ def test_text_mode_never_assembles_a_marker(marker):
     assert streamed == "A<|B"
 
 
+@pytest.mark.parametrize("after", ["<|start|>end|>assistant<|channel|>final",
+                                   "<|channel|>end|>final"])
+def test_text_after_a_marker_that_ends_a_body_opens_the_next_header(after):
+    """Section 6 keeps the two sides of a skipped marker apart; a ``<|start|>`` or
+    ``<|channel|>`` that ends a body (its ``<|end|>`` missing) is not skipped: the text after it
+    is the next header, never dropped as the right half of a spelling (here ``end|>`` after
+    content ending in ``<|``). That header names the role ``end|>assistant`` (a forged turn,
+    section 2) or the channel ``end|>final`` (unknown, section 2): ``B`` is no content."""
+    for cut in CUTS:
+        events = cut_events(f"<|channel|>final<|message|>A<|{after}<|message|>B<|return|>", cut)
+        assert "".join(e.text for e in events if isinstance(e, ContentText)) == "A<|"
+        found = [e.rule for e in events if isinstance(e, Recovery)]
+        assert rules.MISSING_END in found
+        assert rules.SPLIT_MARKER not in found
+
+
+def test_text_fed_as_text_counts_no_reasoning_tokens():
+    """``reasoning_tokens`` counts token ids; a turn fed text has none, whatever its deltas."""
+    for deltas in (["<|channel|>analysis<|message|>", "Think", " more", ".<|end|>"],
+                   ["<|channel|>analysis<|message|>Think more.<|end|>"]):
+        turn = Turn(Request())
+        for delta in deltas:
+            turn.feed_text(delta)
+        turn.close()
+        assert turn.reasoning_tokens == 0
+
+
 def test_an_end_after_reasoning_joins_nothing():
     """Reasoning and the free text after its ``<|end|>`` are two fields: their halves cannot
     spell ``<|end|>`` in one, so nothing is dropped (after content, the right half is)."""

@@ -42,6 +42,16 @@ def test_each_form_of_tool_choice(tool_choice, expected):
         expected.calls, expected.function, expected.answer, False, expected.known)
 
 
+def test_auto_allows_everything_and_is_known():
+    """``"auto"`` (and no ``tool_choice``), field by field by hand rather than against
+    ``ToolChoice()``'s defaults: calls to any function, the answer, several calls, a form the
+    core reads (an engine keeps its own handling for the forms that are not)."""
+    for tool_choice in (None, "auto"):
+        choice = read_tool_choice(tool_choice)
+        assert (choice.calls, choice.function, choice.answer, choice.parallel, choice.known) \
+            == (True, None, True, True, True)
+
+
 @pytest.mark.parametrize("parallel, expected", [(True, True), (None, True), (False, False)])
 def test_only_false_turns_parallel_calls_off(parallel, expected):
     assert read_tool_choice("auto", parallel).parallel is expected
