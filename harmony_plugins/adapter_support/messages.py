@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harmony_plugins import harmony as hm
 from harmony_plugins._messages import from_parts, harmony_message
 
 __all__ = ["harmony_message", "prompt_message"]
@@ -20,9 +21,15 @@ def prompt_message(message: Any) -> Any:
     """A prompt message of the core (a :class:`~harmony_plugins.prompt._model.Message` with a
     text body, as :func:`~harmony_plugins.item_messages` returns) as the
     ``openai_harmony.Message`` an engine renders: author (a tool result's ``functions.NAME``),
-    channel, recipient and content type as the core gave them."""
+    channel and recipient as the core gave them, the content type as the model writes it
+    (``<|constrain|>json``). openai-harmony 0.0.4 (SGLang's) renders a content type as given,
+    so ``json`` would come out bare; vLLM's fork oss-harmony adds the marker to a bare one and
+    renders ``<|constrain|>json`` the same."""
     import openai_harmony
 
     author = message.author if message.author and message.author != message.role else None
+    content_type = message.content_type
+    if content_type is not None and not content_type.startswith(hm.CONSTRAIN_TOKEN):
+        content_type = hm.constrained(content_type)
     return from_parts(openai_harmony.Role(message.role), author, message.body, message.channel,
-                      message.recipient, message.content_type)
+                      message.recipient, content_type)

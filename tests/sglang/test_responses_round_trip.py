@@ -81,11 +81,23 @@ AS_WRITTEN = (*user(rs.USER), *analysis("Need weather."), *preamble("Checking no
 """Turn 2's prompt from the user's message on: turn 1 as the model wrote it, then the result."""
 SGLANG_RESULT = [START, "functions.get_weather", MSG, HOT, END]
 """SGLang's own rendering of the result: no channel, no recipient."""
+
+
+def sglang_call(name: str, arguments: str) -> list[str]:
+    """SGLang's own rendering of a call sent back: openai-harmony 0.0.4 writes the content type
+    SGLang gives it bare (``commentary json``), where the model wrote ``<|constrain|>json``."""
+    return [START, f"assistant to=functions.{name}", CH, "commentary json", MSG, arguments, CALL]
+
+
 SGLANG_ALONE = (*user(rs.USER), *analysis("Need weather."), *preamble("Checking now."),
+                *sglang_call("get_weather", PARIS), *SGLANG_RESULT, START, "assistant")
+SGLANG_BY_ID = (*user(rs.USER), *analysis("Need weather."), *preamble("Checking now."),
                 *call("get_weather", PARIS), *SGLANG_RESULT, START, "assistant")
+"""SGLang's own, by ``previous_response_id``: the messages its parse stored, the call's
+``<|constrain|>json`` kept, the result as resent."""
 SGLANG_NO_PHASE = (*user(rs.USER), *analysis("Need weather."),
                    START, "assistant", MSG, "Checking now.", END,
-                   *call("get_weather", PARIS), *SGLANG_RESULT, START, "assistant")
+                   *sglang_call("get_weather", PARIS), *SGLANG_RESULT, START, "assistant")
 """SGLang's own, for items sent back without ``phase``: the preamble on no channel."""
 
 
@@ -208,7 +220,7 @@ def test_a_reasoning_item_without_text_renders_nothing(
                      *result("get_weather", HOT), START, "assistant"))
     assert tail(prompt_of(servers[NAME], input=items), expected) == expected
     alone = want((*user(rs.USER), *analysis(""), *preamble("Checking now."),
-                  *call("get_weather", PARIS), *SGLANG_RESULT, START, "assistant"))
+                  *sglang_call("get_weather", PARIS), *SGLANG_RESULT, START, "assistant"))
     assert tail(prompt_of(servers["gpt-oss"], input=items), alone) == alone
 
 
@@ -216,8 +228,8 @@ def test_sglang_alone_renders_the_result_on_no_channel(
         servers: dict[str, rs.ResponsesServer]) -> None:
     """The same requests on SGLang's own parsers: what the tests above would see unfixed. SGLang
     keeps ``phase`` (the preamble stays on commentary) but renders the tool's result with no
-    channel and no recipient, resent or by ``previous_response_id``, and a message without
-    ``phase`` on no channel."""
+    channel and no recipient, resent or by ``previous_response_id``, a call's content type bare
+    (``json``), and a message without ``phase`` on no channel."""
     server = servers["gpt-oss"]
     first = turn_one(server, False)
     assert [rs.view(i) for i in first.output] == [
@@ -226,8 +238,8 @@ def test_sglang_alone_renders_the_result_on_no_channel(
     fixed = want(AS_WRITTEN)
     got = prompt_of(server, input=resent(first, output_of(first)))
     by_id = prompt_of(server, previous_response_id=first.response_id, input=[output_of(first)])
-    for ids in (got, by_id):
-        assert shown(tail(ids, want(SGLANG_ALONE))) == shown(want(SGLANG_ALONE))
+    for ids, alone in ((got, want(SGLANG_ALONE)), (by_id, want(SGLANG_BY_ID))):
+        assert shown(tail(ids, alone)) == shown(alone)
         assert tail(ids, fixed) != fixed
     items = [{k: v for k, v in item.items() if k != "phase"} for item in first.output]
     no_phase = prompt_of(server, input=[{"role": "user", "content": rs.USER}, *items,
