@@ -35,9 +35,14 @@ done
 
 # The OpenAI Agents SDK (a real agent against SGLang's app): the newest release that takes the
 # openai each SGLang release pins (later ones need openai 3).
+# LEAVE_OUT: SGLang's requirements this release's venv goes without, each for a reason below.
+#   cuda-tile  SGLang 0.5.22 pins cuda-tile==1.6.0rc5, whose PyPI release is a stub that fetches
+#              the wheel from NVIDIA's own index while it installs: from PyPI alone it fails (no
+#              such index here), so `pip install sglang==0.5.22` does. A GPU kernel library;
+#              nothing SGLang imports on the CPU loads it. 0.5.23 no longer requires it.
 case "$VERSION" in
-    0.5.23) AGENTS="openai-agents==0.6.2"; DEFAULT_VENV="$ROOT/.venv-sglang" ;;
-    0.5.22) AGENTS="openai-agents==0.4.2"; DEFAULT_VENV="$ROOT/.venv-sglang-0.5.22" ;;
+    0.5.23) AGENTS="openai-agents==0.6.2"; DEFAULT_VENV="$ROOT/.venv-sglang"; LEAVE_OUT=() ;;
+    0.5.22) AGENTS="openai-agents==0.4.2"; DEFAULT_VENV="$ROOT/.venv-sglang-0.5.22"; LEAVE_OUT=(cuda-tile) ;;
     *) echo "setup_sglang_env: SGLang $VERSION is not one this script knows (0.5.22, 0.5.23)" >&2
        exit 2 ;;
 esac
@@ -54,7 +59,7 @@ TEST_DEPS=(pytest hypothesis "tiktoken>=0.8" "$AGENTS" canitoolcall==0.1.1)
 
 source "$ROOT/scripts/venv.sh"
 venv_platform "$PYTHON" setup_sglang_env
-STAMP="$(venv_stamp "$PYTHON" "$SGLANG_REQ" "${PINS[*]}" "${TEST_DEPS[*]}")"
+STAMP="$(venv_stamp "$PYTHON" "$SGLANG_REQ" "${PINS[*]}" "${TEST_DEPS[*]}" "${LEAVE_OUT[*]}")"
 if ((!FORCE)) && venv_current "$VENV" "$STAMP"; then
     echo "setup_sglang_env: $VENV (SGLang $VERSION) is up to date"
     exit 0
@@ -67,12 +72,32 @@ mkdir -p "$VENV"
 venv_log "$LOG"
 venv_step "create the venv" venv_open "$VENV" "$PYTHON"
 PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
-venv_step "install $SGLANG_REQ with its requirements, ${PINS[*]} and the test tools" \
-    venv_retry "${PIP[@]}" "$SGLANG_REQ" "${PINS[@]}" "${TEST_DEPS[@]}"
+# SGLang alone first, then its requirements as its own metadata states them
+# (scripts/engine_requirements.py), less LEAVE_OUT, with the pins and the test tools.
+REQUIREMENTS="$VENV/sglang-requirements.txt"
+venv_step "install $SGLANG_REQ alone" venv_retry "${PIP[@]}" --no-deps "$SGLANG_REQ"
+venv_step "read its requirements from its metadata${LEAVE_OUT[*]:+ (less ${LEAVE_OUT[*]})}" \
+    bash -c '"$1" "$2" sglang "${@:4}" >"$3"' _ "$VENV/bin/python" \
+    "$ROOT/scripts/engine_requirements.py" "$REQUIREMENTS" "${LEAVE_OUT[@]/#/--leave-out=}"
+venv_step "install them, ${PINS[*]} and the test tools" \
+    venv_retry "${PIP[@]}" -r "$REQUIREMENTS" "${PINS[@]}" "${TEST_DEPS[@]}"
 # --no-deps: harmony-ext has no dependency, and nothing SGLang chose may move.
 venv_step "install harmony-ext (editable)" venv_retry "${PIP[@]}" --no-deps -e "$ROOT"
-venv_step "pip check: every installed requirement is met" \
-    "$VENV/bin/python" -m pip check --disable-pip-version-check
+
+pip_check() {  # pip check, but for the requirements LEAVE_OUT names (reported as missing)
+    local out line name status=0
+    out="$("$VENV/bin/python" -m pip check --disable-pip-version-check 2>&1)" && return 0
+    while IFS= read -r line; do
+        for name in "${LEAVE_OUT[@]}"; do
+            [[ $line == *" requires $name, which is not installed." ]] && continue 2
+        done
+        echo "$line"
+        status=1
+    done <<<"$out"
+    return "$status"
+}
+venv_step "pip check: every installed requirement is met${LEAVE_OUT[*]:+ (but ${LEAVE_OUT[*]})}" \
+    pip_check
 
 # Prove the modules the adapter and its tests rely on import before declaring success.
 venv_step "import SGLang's parser, plugin, serving and detokenizer modules" "$VENV/bin/python" - <<'EOF'
