@@ -35,14 +35,17 @@ done
 
 # The OpenAI Agents SDK (a real agent against SGLang's app): the newest release that takes the
 # openai each SGLang release pins (later ones need openai 3).
-# LEAVE_OUT: SGLang's requirements this release's venv goes without, each for a reason below.
+# REPLACE: SGLang's requirements this release's venv takes otherwise (NAME=REQUIREMENT), each
+# for a reason below.
 #   cuda-tile  SGLang 0.5.22 pins cuda-tile==1.6.0rc5, whose PyPI release is a stub that fetches
 #              the wheel from NVIDIA's own index while it installs: from PyPI alone it fails (no
-#              such index here), so `pip install sglang==0.5.22` does. A GPU kernel library;
-#              nothing SGLang imports on the CPU loads it. 0.5.23 no longer requires it.
+#              such index here), and so does `pip install sglang==0.5.22`. flashinfer-python,
+#              which SGLang also requires, asks for cuda-tile>=1.4.0: the venv takes that (PyPI's
+#              wheel). A GPU kernel library; nothing SGLang imports on the CPU loads it. 0.5.23
+#              no longer pins it.
 case "$VERSION" in
-    0.5.23) AGENTS="openai-agents==0.6.2"; DEFAULT_VENV="$ROOT/.venv-sglang"; LEAVE_OUT=() ;;
-    0.5.22) AGENTS="openai-agents==0.4.2"; DEFAULT_VENV="$ROOT/.venv-sglang-0.5.22"; LEAVE_OUT=(cuda-tile) ;;
+    0.5.23) AGENTS="openai-agents==0.6.2"; DEFAULT_VENV="$ROOT/.venv-sglang"; REPLACE=() ;;
+    0.5.22) AGENTS="openai-agents==0.4.2"; DEFAULT_VENV="$ROOT/.venv-sglang-0.5.22"; REPLACE=("cuda-tile=cuda-tile>=1.4.0") ;;
     *) echo "setup_sglang_env: SGLang $VERSION is not one this script knows (0.5.22, 0.5.23)" >&2
        exit 2 ;;
 esac
@@ -59,7 +62,7 @@ TEST_DEPS=(pytest hypothesis "tiktoken>=0.8" "$AGENTS" canitoolcall==0.1.1)
 
 source "$ROOT/scripts/venv.sh"
 venv_platform "$PYTHON" setup_sglang_env
-STAMP="$(venv_stamp "$PYTHON" "$SGLANG_REQ" "${PINS[*]}" "${TEST_DEPS[*]}" "${LEAVE_OUT[*]}")"
+STAMP="$(venv_stamp "$PYTHON" "$SGLANG_REQ" "${PINS[*]}" "${TEST_DEPS[*]}" "${REPLACE[*]}")"
 if ((!FORCE)) && venv_current "$VENV" "$STAMP"; then
     echo "setup_sglang_env: $VENV (SGLang $VERSION) is up to date"
     exit 0
@@ -73,30 +76,30 @@ venv_log "$LOG"
 venv_step "create the venv" venv_open "$VENV" "$PYTHON"
 PIP=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
 # SGLang alone first, then its requirements as its own metadata states them
-# (scripts/engine_requirements.py), less LEAVE_OUT, with the pins and the test tools.
+# (scripts/engine_requirements.py), REPLACE applied, with the pins and the test tools.
 REQUIREMENTS="$VENV/sglang-requirements.txt"
 venv_step "install $SGLANG_REQ alone" venv_retry "${PIP[@]}" --no-deps "$SGLANG_REQ"
-venv_step "read its requirements from its metadata${LEAVE_OUT[*]:+ (less ${LEAVE_OUT[*]})}" \
+venv_step "read its requirements from its metadata${REPLACE[*]:+ (${REPLACE[*]#*=} for its own pin)}" \
     bash -c '"$1" "$2" sglang "${@:4}" >"$3"' _ "$VENV/bin/python" \
-    "$ROOT/scripts/engine_requirements.py" "$REQUIREMENTS" "${LEAVE_OUT[@]/#/--leave-out=}"
+    "$ROOT/scripts/engine_requirements.py" "$REQUIREMENTS" "${REPLACE[@]/#/--replace=}"
 venv_step "install them, ${PINS[*]} and the test tools" \
     venv_retry "${PIP[@]}" -r "$REQUIREMENTS" "${PINS[@]}" "${TEST_DEPS[@]}"
 # --no-deps: harmony-ext has no dependency, and nothing SGLang chose may move.
 venv_step "install harmony-ext (editable)" venv_retry "${PIP[@]}" --no-deps -e "$ROOT"
 
-pip_check() {  # pip check, but for the requirements LEAVE_OUT names (reported as missing)
-    local out line name status=0
+pip_check() {  # pip check, but for SGLang's own pins on the names REPLACE gives otherwise
+    local out line item status=0
     out="$("$VENV/bin/python" -m pip check --disable-pip-version-check 2>&1)" && return 0
     while IFS= read -r line; do
-        for name in "${LEAVE_OUT[@]}"; do
-            [[ $line == *" requires $name, which is not installed." ]] && continue 2
+        for item in "${REPLACE[@]}"; do
+            [[ $line == "sglang $VERSION has requirement ${item%%=*}"* ]] && continue 2
         done
         echo "$line"
         status=1
     done <<<"$out"
     return "$status"
 }
-venv_step "pip check: every installed requirement is met${LEAVE_OUT[*]:+ (but ${LEAVE_OUT[*]})}" \
+venv_step "pip check: every installed requirement is met${REPLACE[*]:+ (except the sglang pin on ${REPLACE[*]%%=*})}" \
     pip_check
 
 # Prove the modules the adapter and its tests rely on import before declaring success.

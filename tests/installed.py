@@ -65,27 +65,20 @@ def script_case_list(script: str, case: str, variable: str) -> list[str]:
     return shlex.split(lines[0])
 
 
-def unmet(dist: str, replaced: dict[str, str], pinned: list[str],
-          left_out: list[str] | None = None) -> list[str]:
+def unmet(dist: str, replaced: dict[str, str], pinned: list[str]) -> list[str]:
     """Where the installed set breaks the rule for engine ``dist``: each of its requirements is
-    met, except one the set-up script replaces, where the replacement is met in its place, and
-    one it leaves out, which must then not be installed; a pin must be met together with the
-    engine's own requirement. One line per breach."""
+    met, except one the set-up script replaces, where the replacement is met in its place; a
+    pin must be met together with the engine's own requirement. One line per breach."""
     problems = []
     replacements = {canonicalize_name(name): Requirement(req) for name, req in replaced.items()}
     pins = {canonicalize_name(Requirement(pin).name): Requirement(pin) for pin in pinned}
-    leave_out = {canonicalize_name(name) for name in left_out or []}
     required = requirements(dist)
     names = {canonicalize_name(r.name) for r in required}
-    for name in sorted((replacements.keys() | pins.keys() | leave_out) - names):
+    for name in sorted((replacements.keys() | pins.keys()) - names):
         problems.append(f"the set-up script changes {name}, which {dist} does not require")
     for requirement in required:
         name = canonicalize_name(requirement.name)
         version = installed(requirement.name)
-        if name in leave_out:
-            if version is not None:
-                problems.append(f"{requirement.name} is left out, yet installed: {version}")
-            continue
         if name in replacements:
             if not met(replacements[name]):
                 problems.append(f"{replacements[name]} (for {requirement}): {version}")

@@ -22,24 +22,24 @@ from packaging.requirements import Requirement
 from tests import installed
 
 PINS = installed.script_list("setup_sglang_env.sh", "PINS")
-LEAVE_OUT = installed.script_case_list("setup_sglang_env.sh", sglang.__version__, "LEAVE_OUT")
+REPLACED = dict(item.split("=", 1) for item in installed.script_case_list(
+    "setup_sglang_env.sh", sglang.__version__, "REPLACE"))
 
 
 def test_every_requirement_of_sglang_is_installed_as_it_asks() -> None:
     assert installed.requirements("sglang")  # the metadata was read, not an empty list
-    assert installed.unmet("sglang", {}, PINS, LEAVE_OUT) == []
+    assert installed.unmet("sglang", REPLACED, PINS) == []
 
 
-def test_what_the_set_up_leaves_out() -> None:
-    """By hand: SGLang 0.5.22's cuda-tile pin (a PyPI stub that fetches its wheel from NVIDIA's
-    index) and nothing on 0.5.23. Control: a left-out name the release does not require, or one
-    installed after all, is reported."""
-    by_hand = {"0.5.22": ["cuda-tile"], "0.5.23": []}[sglang.__version__]
-    assert by_hand == LEAVE_OUT
-    assert installed.unmet("sglang", {}, PINS, ["no-such-package"]) == [
-        "the set-up script changes no-such-package, which sglang does not require"]
-    assert installed.unmet("sglang", {}, PINS, ["openai-harmony"]) == [
-        "openai-harmony is left out, yet installed: 0.0.4"]
+def test_what_the_set_up_takes_otherwise() -> None:
+    """By hand: on SGLang 0.5.22, cuda-tile as flashinfer-python asks for it (>=1.4.0) in place
+    of SGLang's pin of 1.6.0rc5 (a PyPI stub that fetches its wheel from NVIDIA's index);
+    nothing on 0.5.23. Control: without the replacement, 0.5.22's own pin is not met."""
+    by_hand = {"0.5.22": {"cuda-tile": "cuda-tile>=1.4.0"}, "0.5.23": {}}[sglang.__version__]
+    assert by_hand == REPLACED
+    if REPLACED:
+        assert installed.unmet("sglang", {}, PINS) == [
+            f"cuda-tile==1.6.0rc5: {installed.installed('cuda-tile')}"]
 
 
 def test_the_rule_fails_where_a_requirement_is_not_met() -> None:
