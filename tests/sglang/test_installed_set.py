@@ -45,9 +45,9 @@ def test_what_the_set_up_takes_otherwise() -> None:
 def test_the_rule_fails_where_a_requirement_is_not_met() -> None:
     """Control: a pin the installed set does not meet, and a change of a name SGLang does not
     require, are each reported."""
-    assert installed.unmet("sglang", {}, ["openai-harmony==0.0.8"]) == [
+    assert installed.unmet("sglang", REPLACED, ["openai-harmony==0.0.8"]) == [
         f"openai-harmony==0.0.4 and openai-harmony==0.0.8: {installed.installed('openai-harmony')}"]
-    assert installed.unmet("sglang", {}, ["oss-harmony==0.0.11"]) == [
+    assert installed.unmet("sglang", REPLACED, ["oss-harmony==0.0.11"]) == [
         "the set-up script changes oss-harmony, which sglang does not require"]
 
 
