@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harmony_plugins import messages_block, messages_stop_reason
 from harmony_plugins.adapter_support.messages_stream import shown
+from harmony_plugins.adapter_support.messages_whole import converted
 
 from .names import NAME
 
@@ -48,38 +48,13 @@ def convert_response(original: Callable[..., Any], self: Any, response: Any, *ar
                      **kwargs: Any) -> Any:
     """AROUND ``AnthropicServing._convert_response``: each call whose arguments are no object
     as the core's ``text`` block, in its place."""
-    texts = _texts(response) if _ours(self) else {}
-    if not texts:
+    if not _ours(self):
         return original(self, response, *args, **kwargs)
     import pkgutil
 
     text_block = pkgutil.resolve_name(TEXT_BLOCK)
-    copy = response.model_copy(deep=True)
-    for call in copy.choices[0].message.tool_calls:
-        if call.id in texts:
-            call.function.arguments = "{}"
-    result = original(self, copy, *args, **kwargs)
-    result.content = [
-        text_block(text=texts[block.id]["text"])
-        if getattr(block, "type", None) == "tool_use" and getattr(block, "id", None) in texts
-        else block for block in result.content]
-    result.stop_reason = messages_stop_reason(
-        result.stop_reason, sum(getattr(b, "type", None) == "tool_use" for b in result.content))
-    return result
-
-
-def _texts(response: Any) -> dict[str, dict[str, Any]]:
-    """The core's text block for each call of the first choice that cannot be a ``tool_use``
-    block, by the call's id."""
-    choices = getattr(response, "choices", None) or []
-    calls = getattr(getattr(choices[0], "message", None), "tool_calls", None) if choices else None
-    out = {}
-    for call in calls or []:
-        function = call.function
-        block = messages_block(call.id, function.name or "", function.arguments or "")
-        if block["type"] != "tool_use":
-            out[call.id] = block
-    return out
+    return converted(lambda chat: original(self, chat, *args, **kwargs), response,
+                     lambda block, text: text_block(text=text["text"]))
 
 
 def stream(original: Callable[..., Any], self: Any, *args: Any, **kwargs: Any) -> Any:

@@ -34,8 +34,8 @@ import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from harmony_plugins import messages_block, messages_stop_reason
 from harmony_plugins.adapter_support.messages_stream import shown
+from harmony_plugins.adapter_support.messages_whole import converted
 
 SERVING = "vllm.entrypoints.anthropic.serving"
 OWNER = "AnthropicServingMessages"
@@ -88,36 +88,12 @@ def install() -> None:
 def _whole_wrapper(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def messages_full_converter(self: Any, generator: Any, *args: Any, **kwargs: Any) -> Any:
-        texts = _texts(generator) if _active else {}
-        if not texts:
+        if not _active:
             return original(self, generator, *args, **kwargs)
-        copy = generator.model_copy(deep=True)
-        for call in copy.choices[0].message.tool_calls:
-            if call.id in texts:
-                call.function.arguments = "{}"
-        result = original(self, copy, *args, **kwargs)
-        result.content = [
-            type(block).model_validate(texts[block.id])
-            if block.type == "tool_use" and block.id in texts else block
-            for block in result.content]
-        result.stop_reason = messages_stop_reason(
-            result.stop_reason, sum(block.type == "tool_use" for block in result.content))
-        return result
+        return converted(lambda response: original(self, response, *args, **kwargs), generator,
+                         lambda block, text: type(block).model_validate(text))
 
     return messages_full_converter
-
-
-def _texts(response: Any) -> dict[str, dict[str, Any]]:
-    """The core's text block for each call of the (first) choice that cannot be a
-    ``tool_use`` block, by the call's id."""
-    choices = getattr(response, "choices", None) or []
-    calls = getattr(getattr(choices[0], "message", None), "tool_calls", None) if choices else None
-    out = {}
-    for call in calls or []:
-        block = messages_block(call.id, call.function.name, call.function.arguments or "")
-        if block["type"] != "tool_use":
-            out[call.id] = block
-    return out
 
 
 # -- the stream ------------------------------------------------------------------------------
