@@ -292,21 +292,11 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
     out = []
     for what, target, hook, kind in points:
         out.append((what, target, hook, kind, _missing(target)))
-    from . import request_ids
+    from . import messages_api, reasoning_field, request_ids
 
-    why = request_ids.problem()
-    for target, hook, kind in request_ids.hook_points():
-        out.append((REQUEST_IDS, target, hook, kind, why))
-    from . import reasoning_field
-
-    why = reasoning_field.problem()
-    for target, hook, kind in reasoning_field.hook_points():
-        out.append((REASONING_FIELD, target, hook, kind, why))
-    from . import messages_api
-
-    why = messages_api.problem()
-    for target, hook, kind in messages_api.hook_points():
-        out.append((MESSAGES_API, target, hook, kind, why))
+    for what, module in ((REQUEST_IDS, request_ids), (REASONING_FIELD, reasoning_field),
+                         (MESSAGES_API, messages_api)):
+        out += _module_points(what, module)
     # The Responses API: several hooks that work together, so all or none (one line if none).
     try:
         from . import responses
@@ -314,20 +304,19 @@ def _hook_points() -> list[tuple[str, str, Callable[..., Any], str, str | None]]
         out.append((RESPONSES, "harmony_plugins.compat", lambda *a, **k: None, "AROUND",
                     f"the core's drop-in parser is not importable ({e})"))
         return out
-    why = responses.problem()
-    for target, hook, kind in responses.hook_points():
-        out.append((RESPONSES, target, hook, kind, why))
-    from . import items
+    from . import grammar, items
 
-    why = items.problem()
-    for target, hook, kind in items.hook_points():
-        out.append((ITEMS, target, hook, kind, why))
-    from . import grammar
-
-    why = grammar.problem()
-    for target, hook, kind in grammar.hook_points():
-        out.append((GRAMMAR, target, hook, kind, why))
+    for what, module in ((RESPONSES, responses), (ITEMS, items), (GRAMMAR, grammar)):
+        out += _module_points(what, module)
     return out
+
+
+def _module_points(what: str, module: Any) -> list[tuple[str, str, Callable[..., Any], str,
+                                                          str | None]]:
+    """A hook module's points (its ``hook_points()``), each with the one reason its
+    ``problem()`` gives for the module's hooks, all or none."""
+    why = module.problem()
+    return [(what, target, hook, kind, why) for target, hook, kind in module.hook_points()]
 
 
 def _missing(target: str) -> str | None:
